@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * context.c - opening and closing a device context.
+ *
+ * Opening claims a host-unique LID (and with it a QPN range) in the host
+ * registry, creates the context's shared control segment, sets up the key
+ * table over it and only then publishes the segment to peers. The public
+ * struct is a real verbs_context (sz and abi_compat as rdma-core sets
+ * them); the ABI front end fills its op tables. Closing refuses while PDs
+ * remain (every other object holds a PD), then unpublishes and removes the
+ * segment.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "util/fault.h"
+#include "util/log.h"
+
+static bool env_flag(const char *name, bool def)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return def;
+	return strcmp(v, "0") && strcasecmp(v, "no") && strcasecmp(v, "off");
+}
+
+int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
+{
+	struct srdma_context *ctx;
+	struct ibv_context *ib;
+	int ret;
+
+	srdma_log_init();
+	if (SRDMA_FAULT(CTX_ALLOC))
+		return -ENOMEM;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->dev = dev;
+	ctx->odp_enabled = env_flag("SRDMA_ODP", true);
+	ctx->mem_check = env_flag("SRDMA_MR_CHECK", true);
+	ctx->dmabuf_memfd = env_flag("SRDMA_DMABUF_MEMFD", false);
+	ctx->relaxed_immediate = env_flag("SRDMA_RELAXED_IMMEDIATE", false);
+	ctx->next_pd_handle = 1;
+	ctx->rpending_tail = &ctx->rpending;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_cond_init(&ctx->relaxed_cond, NULL);
+
+	ret = srdma_host_attach(&ctx->host, dev->ibdev.name, SRDMA_KEY_SLOTS);
+	if (ret) {
+		srdma_err("%s: cannot attach to host registry: %s",
+			  dev->ibdev.name, strerror(-ret));
+		goto err_free;
+	}
+	ret = srdma_kt_init(&ctx->kt, srdma_seg_keys(ctx->host.seg),
+			    SRDMA_KEY_SLOTS);
+	if (ret)
+		goto err_detach;
+	ctx->host.seg->key_mul = ctx->kt.mul;
+	ctx->host.seg->key_mul_inv = ctx->kt.mul_inv;
+	ctx->host.seg->key_xor = ctx->kt.xor;
+
+	ctx->async_efd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (ctx->async_efd < 0) {
+		ret = -errno;
+		goto err_kt;
+	}
+	ib = &ctx->vctx.context;
+	ib->device = &dev->ibdev;
+	ib->async_fd = ctx->async_efd;
+	/* cmd_fd: the segment, so ibv_import_device-style dup() works. */
+	ib->cmd_fd = dup(ctx->host.seg_fd);
+	if (ib->cmd_fd < 0) {
+		ret = -errno;
+		goto err_efd;
+	}
+	ib->num_comp_vectors = 1;
+	pthread_mutex_init(&ib->mutex, NULL);
+	ib->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->vctx.sz = sizeof(struct verbs_context);
+
+	ret = srdma_handle_add(ctx, SRDMA_OBJ_CTX);
+	if (ret)
+		goto err_cmdfd;
+	srdma_host_publish(&ctx->host);
+	srdma_info("%s: context open, lid %u, segment %s", dev->ibdev.name,
+		   ctx->host.lid, ctx->host.seg_name);
+	*out = ctx;
+	return 0;
+
+err_cmdfd:
+	close(ib->cmd_fd);
+err_efd:
+	close(ctx->async_efd);
+err_kt:
+	srdma_kt_fini(&ctx->kt);
+err_detach:
+	srdma_host_detach(&ctx->host);
+err_free:
+	free(ctx);
+	return ret;
+}
+
+int srdma_context_close(struct srdma_context *ctx)
+{
+	if (!srdma_handle_check(ctx, SRDMA_OBJ_CTX))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->n_pd) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_warn("context lid %u: %u PD(s) still allocated",
+			   ctx->host.lid, ctx->n_pd);
+		return -EBUSY;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	srdma_relaxed_stop(ctx);
+	srdma_handle_del(ctx, SRDMA_OBJ_CTX);
+	srdma_host_detach(&ctx->host);
+	srdma_kt_fini(&ctx->kt);
+	close(ctx->vctx.context.cmd_fd);
+	close(ctx->async_efd);
+	pthread_cond_destroy(&ctx->relaxed_cond);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+	return 0;
+}

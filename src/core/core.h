@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * core.h - softrdma's object model: device, context, PD, MR, MW and the
+ * relaxed-MR pool. No I/O and no public symbols live below this line; the
+ * front ends in src/verbs convert our 0 / -errno convention exactly once.
+ *
+ * Lifetimes (docs/design/lifetimes.md): objects are built completely, then
+ * published (handle table + key table); destroy unpublishes, drains
+ * in-flight users, then frees. Lock order: ctx->lock, then the handle
+ * table's lock, then the registry flock.
+ */
+#ifndef SRDMA_CORE_CORE_H
+#define SRDMA_CORE_CORE_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/key_table.h"
+#include "util/compiler.h"
+#include "transport/host/host.h"
+
+/* ---- device limits (reported by ibv_query_device) --------------------- */
+#define SRDMA_KEY_SLOTS (1u << 18)	/* MRs + MWs + relaxed pool */
+#define SRDMA_MAX_MR (1u << 17)
+#define SRDMA_MAX_MW (1u << 16)
+#define SRDMA_MAX_FMR 4096u		/* relaxed-MR pool per context */
+#define SRDMA_MAX_MAP_PER_FMR 1u
+#define SRDMA_MAX_PD (1u << 16)
+#define SRDMA_VENDOR_ID 0xffffffu	/* software device, as rxe */
+#define SRDMA_VENDOR_PART_ID 0x5352u	/* "SR": not known to perftest */
+#define SRDMA_HW_VER 1u
+#define SRDMA_FW_VER "1.0.0"
+
+/* ---- handle table: which pointers are live objects of ours ------------ */
+enum srdma_obj_type {
+	SRDMA_OBJ_CTX = 1,
+	SRDMA_OBJ_PD,
+	SRDMA_OBJ_MR,
+	SRDMA_OBJ_MW,
+};
+
+/**
+ * srdma_handle_add() - record @p as a live object of @type.
+ * Return: 0 or -ENOMEM. Context: any thread.
+ */
+int srdma_handle_add(const void *p, enum srdma_obj_type type);
+/* True if @p is a live object of @type. Never dereferences @p. */
+bool srdma_handle_check(const void *p, enum srdma_obj_type type);
+/* Forget @p. Returns false if it was not recorded as @type. */
+bool srdma_handle_del(const void *p, enum srdma_obj_type type);
+
+/* ---- device ------------------------------------------------------------ */
+
+/*
+ * Laid out as rdma-core's struct verbs_device: the ibv_device, then a
+ * pointer that mlx5dv/efadv compare against their own ops (ours is NULL).
+ */
+struct srdma_device {
+	struct ibv_device ibdev;	/* immutable after init */
+	const void *verbs_ops;		/* always NULL: not an mlx5/efa device */
+	uint64_t node_guid;		/* network order; immutable */
+};
+
+/**
+ * srdma_device_get() - the software device, built on first use from
+ * SRDMA_DEVICE (default srdma0). Return: the device, never NULL.
+ */
+struct srdma_device *srdma_device_get(void);
+
+/* ---- context ------------------------------------------------------------ */
+struct srdma_pd;
+struct srdma_mr;
+
+struct srdma_context {
+	struct verbs_context vctx;	/* handed out as &vctx.context */
+	struct srdma_device *dev;	/* immutable */
+	pthread_mutex_t lock;		/* the context lock (see core.h) */
+	struct srdma_host_ctx host;	/* immutable after open */
+	struct srdma_key_table kt;	/* lock */
+	uint32_t next_pd_handle;	/* lock */
+	uint32_t n_pd;			/* lock */
+	uint32_t n_mr;			/* lock: live MRs (not relaxed) */
+	uint32_t n_mw;			/* lock */
+	uint32_t n_relaxed;		/* lock: relaxed MRs incl. pending */
+	bool odp_enabled;		/* immutable: SRDMA_ODP != 0 */
+	bool mem_check;			/* immutable: SRDMA_MR_CHECK != 0 */
+	bool dmabuf_memfd;		/* immutable: SRDMA_DMABUF_MEMFD=1 */
+	bool relaxed_immediate;		/* immutable: SRDMA_RELAXED_IMMEDIATE */
+	int async_efd;			/* eventfd (semaphore) behind async_fd:
+					 * one count per queued event */
+	struct ibv_async_event aq[64];	/* lock: async event ring */
+	uint32_t aq_head, aq_len;	/* lock */
+	/* relaxed MR deferred invalidation */
+	pthread_t relaxed_thread;	/* lock: started on first pending */
+	bool relaxed_thread_up;		/* lock */
+	bool relaxed_stop;		/* lock */
+	pthread_cond_t relaxed_cond;	/* with lock */
+	uint32_t relaxed_flushing;	/* lock: flushes now draining */
+	struct srdma_mr *rpending;	/* lock: pending relaxed MRs, oldest
+					 * first, all PDs */
+	struct srdma_mr **rpending_tail; /* lock */
+	uint32_t n_rpending;		/* lock */
+};
+
+static inline struct srdma_context *to_sctx(struct ibv_context *ctx)
+{
+	return container_of(ctx, struct srdma_context, vctx.context);
+}
+
+/**
+ * srdma_context_open() - open a context on @dev: claim a LID, create the
+ * control segment and key table, fill the verbs_context.
+ * Return: 0 with *out set, or -errno.
+ */
+int srdma_context_open(struct srdma_device *dev, struct srdma_context **out);
+
+/**
+ * srdma_context_close() - close a context. Its objects must be gone.
+ * Return: 0 or -EBUSY while PDs are left.
+ */
+int srdma_context_close(struct srdma_context *ctx);
+
+/**
+ * srdma_async_post() - queue an async event and wake ibv_get_async_event.
+ * Context: any thread; takes ctx->lock. An event that finds the ring full
+ * is dropped (and logged), as a hardware EQ overrun would lose it.
+ */
+void srdma_async_post(struct srdma_context *ctx,
+		      const struct ibv_async_event *ev);
+/**
+ * srdma_async_get() - dequeue one event, blocking unless async_fd was made
+ * non-blocking by the application. Return: 0 or -errno (-EAGAIN).
+ */
+int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev);
+
+/* ---- PD ---------------------------------------------------------------- */
+struct srdma_pd {
+	struct ibv_pd ibpd;		/* immutable after publish */
+	struct srdma_context *ctx;	/* immutable */
+	_Atomic uint32_t usecnt;	/* atomic: MRs, MWs, QPs, ... */
+	uint32_t n_pending;		/* ctx->lock: relaxed MRs of this PD
+					 * awaiting invalidation */
+};
+
+int srdma_pd_alloc(struct srdma_context *ctx, struct srdma_pd **out);
+/* Return: 0, -EINVAL (not a PD), -EBUSY (objects still use it). */
+int srdma_pd_dealloc(struct srdma_pd *pd);
+/* Resolve a public PD pointer; NULL if it is not a live PD of ours. */
+struct srdma_pd *srdma_pd_lookup(struct ibv_pd *ibpd);
+
+/* ---- MR ---------------------------------------------------------------- */
+enum {
+	SRDMA_MRF_ODP = 1 << 0,
+	SRDMA_MRF_IMPLICIT = 1 << 1,
+	SRDMA_MRF_ZERO_BASED = 1 << 2,
+	SRDMA_MRF_DMABUF = 1 << 3,
+	SRDMA_MRF_RELAXED = 1 << 4,
+	SRDMA_MRF_WRITABLE = 1 << 5,	/* memory validated writable */
+	SRDMA_MRF_HUGETLB = 1 << 6,
+};
+
+enum srdma_relaxed_state {
+	SRDMA_RELAXED_LIVE = 0,
+	SRDMA_RELAXED_PENDING,		/* dereg_relaxed'd, key still valid */
+};
+
+struct srdma_mr {
+	struct ibv_mr ibmr;		/* public fields; ctx->lock for rereg */
+	struct srdma_pd *pd;		/* ctx->lock */
+	uint32_t slot;			/* immutable */
+	uint32_t flags;			/* ctx->lock: SRDMA_MRF_* */
+	uint32_t access;		/* ctx->lock */
+	uint64_t iova;			/* ctx->lock: start of the window */
+	uint64_t length;		/* ctx->lock: effective length */
+	uint64_t host_addr;		/* ctx->lock: owner address of iova */
+	_Atomic uint32_t bound_mws;	/* atomic: windows bound to us */
+	/* dma-buf */
+	void *dmabuf_map;		/* immutable */
+	size_t dmabuf_map_len;		/* immutable */
+	int dmabuf_fd;			/* immutable; -1 if none */
+	/* relaxed */
+	enum srdma_relaxed_state rstate; /* ctx->lock */
+	uint64_t pending_since_ns;	/* ctx->lock */
+	struct srdma_mr *next_pending;	/* ctx->lock */
+};
+
+/* Everything the registration entry points pass down. */
+struct srdma_mr_args {
+	void *addr;
+	uint64_t length;
+	uint64_t iova;
+	unsigned int access;
+	bool dmabuf;			/* ibv_reg_dmabuf_mr */
+	int dmabuf_fd;
+	uint64_t dmabuf_offset;
+	bool relaxed;			/* ibv_reg_mr_relaxed */
+};
+
+/**
+ * srdma_mr_reg() - register memory (verbs-semantics §2, in its check order).
+ * @ibpd: PD as given by the application (validated here)
+ * Return: 0 with *out published, or -errno (EINVAL, EOPNOTSUPP, EFAULT,
+ * ENOMEM, EBADF, EAGAIN for an exhausted relaxed pool).
+ */
+int srdma_mr_reg(struct ibv_pd *ibpd, const struct srdma_mr_args *a,
+		 struct srdma_mr **out);
+
+/**
+ * srdma_mr_dereg() - invalidate, drain, free (§6). Return: 0, -EINVAL (not
+ * a live MR), -EBUSY (windows bound).
+ */
+int srdma_mr_dereg(struct ibv_mr *ibmr);
+
+/**
+ * srdma_mr_rereg() - §3. Return: 0, or -errno with *stage set to
+ * IBV_REREG_MR_ERR_INPUT or IBV_REREG_MR_ERR_CMD; the MR is unchanged on
+ * failure.
+ */
+int srdma_mr_rereg(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
+		   void *addr, size_t length, int access, int *stage);
+
+/**
+ * srdma_mr_advise() - ibv_advise_mr (§2.5). Return: 0 or -errno.
+ */
+int srdma_mr_advise(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
+
+/* relaxed MRs (§7) */
+int srdma_mr_dereg_relaxed(struct ibv_mr *ibmr);
+int srdma_mr_flush_relaxed(struct ibv_pd *ibpd);
+/**
+ * srdma_relaxed_flush_locked() - invalidate pending relaxed MRs of @pd (of
+ * every PD when @pd is NULL), or only those older than the deferral delay
+ * when @only_expired. Requires ctx->lock; drops and retakes it while
+ * draining in-flight accesses.
+ */
+void srdma_relaxed_flush_locked(struct srdma_context *ctx,
+				struct srdma_pd *pd, bool only_expired);
+/* Queue a relaxed MR for deferred invalidation. Requires ctx->lock. */
+void srdma_relaxed_defer_locked(struct srdma_context *ctx,
+				struct srdma_mr *mr);
+/* Unlink @mr from the pending list if it is there. Requires ctx->lock. */
+void srdma_relaxed_unlink_locked(struct srdma_context *ctx,
+				 struct srdma_mr *mr);
+/**
+ * srdma_mr_invalidate_locked() - the dereg ordering of §6 for @n MRs of
+ * one context: mark every key invalid, drain each (ctx->lock dropped
+ * meanwhile), free slots, PD uses, handles and the MR structs.
+ * Requires ctx->lock; the MRs must already be unpublished from the handle
+ * table and have no bound windows.
+ */
+void srdma_mr_invalidate_locked(struct srdma_context *ctx,
+				struct srdma_mr **mrs, unsigned int n);
+void srdma_relaxed_stop(struct srdma_context *ctx);
+
+/* ---- MW ---------------------------------------------------------------- */
+struct srdma_mw {
+	struct ibv_mw ibmw;		/* public fields */
+	struct srdma_pd *pd;		/* immutable */
+	uint32_t slot;			/* immutable */
+	struct srdma_mr *mr;		/* ctx->lock: MR bound to, or NULL */
+};
+
+int srdma_mw_alloc(struct ibv_pd *ibpd, enum ibv_mw_type type,
+		   struct srdma_mw **out);
+int srdma_mw_dealloc(struct ibv_mw *ibmw);
+
+/* ---- memory checks ----------------------------------------------------- */
+
+/**
+ * srdma_mem_check() - is [addr, addr + len) fully mapped, and writable when
+ * @writable? Uses the kernel's PROCMAP_QUERY (one ioctl per VMA) and falls
+ * back to parsing /proc/self/maps.
+ * Return: 0, or -EFAULT.
+ */
+int srdma_mem_check(uint64_t addr, uint64_t len, bool writable);
+
+/* Monotonic nanoseconds. */
+uint64_t srdma_now_ns(void);
+
+/* Page size, cached. */
+extern size_t srdma_page_size;
+
+#endif

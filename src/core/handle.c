@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * handle.c - the set of live object pointers handed to the application.
+ *
+ * Applications pass back pointers (ibv_pd *, ibv_mr *, ...) that may be
+ * NULL, stale or of the wrong type. Real hardware stacks crash on those; we
+ * answer EINVAL instead. The check never dereferences the pointer: it looks
+ * the pointer value up in a process-wide open-addressing hash set, keyed by
+ * address, that also records the object's type. Control path only (one
+ * mutex); the data path never consults it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+#include "util/fault.h"
+
+struct hslot {
+	uintptr_t p;		/* 0 empty, 1 tombstone */
+	uint32_t type;
+};
+
+static pthread_mutex_t h_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hslot *h_tab;	/* h_lock */
+static size_t h_cap;		/* h_lock: power of two */
+static size_t h_used;		/* h_lock: live + tombstones */
+static size_t h_live;		/* h_lock */
+
+#define TOMB ((uintptr_t)1)
+
+static size_t hash_ptr(uintptr_t p, size_t cap)
+{
+	uint64_t x = (uint64_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x & (cap - 1);
+}
+
+/* Requires h_lock. */
+static struct hslot *find(uintptr_t p)
+{
+	size_t i;
+
+	if (!h_cap)
+		return NULL;
+	for (i = hash_ptr(p, h_cap);; i = (i + 1) & (h_cap - 1)) {
+		if (h_tab[i].p == p)
+			return &h_tab[i];
+		if (!h_tab[i].p)
+			return NULL;
+	}
+}
+
+/* Requires h_lock. */
+static int grow(void)
+{
+	size_t ncap = h_cap ? h_cap * 2 : 1024, i;
+	struct hslot *nt, *old = h_tab;
+
+	if (h_live * 4 < h_cap)
+		ncap = h_cap;	/* mostly tombstones: rehash in place size */
+	nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	for (i = 0; i < h_cap; i++) {
+		size_t j;
+
+		if (old[i].p <= TOMB)
+			continue;
+		for (j = hash_ptr(old[i].p, ncap); nt[j].p;
+		     j = (j + 1) & (ncap - 1))
+			;
+		nt[j] = old[i];
+	}
+	free(old);
+	h_tab = nt;
+	h_cap = ncap;
+	h_used = h_live;
+	return 0;
+}
+
+int srdma_handle_add(const void *p, enum srdma_obj_type type)
+{
+	uintptr_t v = (uintptr_t)p;
+	int ret = 0;
+	size_t i;
+
+	if (SRDMA_FAULT(HANDLE_ADD))
+		return -ENOMEM;
+	pthread_mutex_lock(&h_lock);
+	if ((h_used + 1) * 2 > h_cap) {
+		ret = grow();
+		if (ret)
+			goto out;
+	}
+	for (i = hash_ptr(v, h_cap); h_tab[i].p > TOMB;
+	     i = (i + 1) & (h_cap - 1))
+		;
+	if (!h_tab[i].p)
+		h_used++;
+	h_tab[i].p = v;
+	h_tab[i].type = type;
+	h_live++;
+out:
+	pthread_mutex_unlock(&h_lock);
+	return ret;
+}
+
+bool srdma_handle_check(const void *p, enum srdma_obj_type type)
+{
+	struct hslot *s;
+	bool ok;
+
+	if (!p)
+		return false;
+	pthread_mutex_lock(&h_lock);
+	s = find((uintptr_t)p);
+	ok = s && s->type == type;
+	pthread_mutex_unlock(&h_lock);
+	return ok;
+}
+
+bool srdma_handle_del(const void *p, enum srdma_obj_type type)
+{
+	struct hslot *s;
+	bool ok = false;
+
+	if (!p)
+		return false;
+	pthread_mutex_lock(&h_lock);
+	s = find((uintptr_t)p);
+	if (s && s->type == type) {
+		s->p = TOMB;
+		h_live--;
+		ok = true;
+	}
+	pthread_mutex_unlock(&h_lock);
+	return ok;
+}

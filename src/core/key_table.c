@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * key_table.c - allocation and lock-free checking of MR/MW keys.
+ *
+ * Allocation (owner only, under the context lock) scans a bitmap
+ * cyclically from a cursor, siw style, so a freed slot is reused as late as
+ * possible; every reuse draws a tag different from the slot's previous one
+ * (rxe rule), so stale keys miss. Index 0 is never produced: the slot that
+ * would scramble to it is reserved for good.
+ *
+ * Readers, in any process, use a seqlock snapshot: fields are read with
+ * relaxed atomics between two reads of seq, and the snapshot is retried if
+ * seq was odd or moved. An access is marked in flight by incrementing the
+ * entry's inflight count (seq_cst) and then re-reading seq (seq_cst); a
+ * dereg first moves the entry out of VALID (a seqlock write, seq_cst) and
+ * then reads inflight (seq_cst). By the total order of seq_cst operations
+ * either the dereg sees the mark and waits, or the accessor sees the new
+ * seq and backs out: nothing lands after dereg returns.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core/key_table.h"
+#include "transport/host/host.h"
+#include "util/compiler.h"
+#include "util/fault.h"
+#include "util/log.h"
+
+static uint32_t rand32(void)
+{
+	uint32_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		v = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)ts.tv_sec;
+	}
+	return v;
+}
+
+static uint32_t inverse_mod24(uint32_t a)
+{
+	uint32_t x = a;	/* correct to 3 bits for odd a */
+	int i;
+
+	for (i = 0; i < 4; i++)
+		x *= 2 - a * x;
+	return x & SRDMA_KEY_INDEX_MASK;
+}
+
+static uint32_t slot_to_index(const struct srdma_key_table *kt, uint32_t slot)
+{
+	return ((slot * kt->mul) & SRDMA_KEY_INDEX_MASK) ^ kt->xor;
+}
+
+uint32_t srdma_key_slot(const struct srdma_key_view *v, uint32_t key)
+{
+	uint32_t index = key >> 8;
+	uint32_t slot;
+
+	if (!index)
+		return UINT32_MAX;
+	slot = ((index ^ v->xor) * v->mul_inv) & SRDMA_KEY_INDEX_MASK;
+	return slot < v->nslots ? slot : UINT32_MAX;
+}
+
+int srdma_kt_init(struct srdma_key_table *kt, struct srdma_shm_key *ent,
+		  uint32_t nslots)
+{
+	uint32_t zero_slot;
+
+	kt->used = calloc((nslots + 63) / 64, sizeof(uint64_t));
+	if (!kt->used)
+		return -ENOMEM;
+	kt->ent = ent;
+	kt->nslots = nslots;
+	kt->mul = (rand32() | 1) & SRDMA_KEY_INDEX_MASK;
+	kt->mul_inv = inverse_mod24(kt->mul);
+	kt->xor = rand32() & SRDMA_KEY_INDEX_MASK;
+	kt->cursor = rand32() % nslots;
+	/* The slot whose index would be 0 is never handed out. */
+	zero_slot = (kt->xor * kt->mul_inv) & SRDMA_KEY_INDEX_MASK;
+	if (zero_slot < nslots) {
+		kt->used[zero_slot / 64] |= 1ull << (zero_slot % 64);
+		kt->nused++;
+	}
+	return 0;
+}
+
+void srdma_kt_fini(struct srdma_key_table *kt)
+{
+	free(kt->used);
+	kt->used = NULL;
+}
+
+static uint8_t fresh_tag(uint8_t old)
+{
+	uint8_t t;
+
+	do
+		t = (uint8_t)rand32();
+	while (t == old);
+	return t;
+}
+
+uint32_t srdma_kt_new_tag(struct srdma_key_table *kt, uint32_t slot)
+{
+	uint32_t old = atomic_load_explicit(&kt->ent[slot].key,
+					    memory_order_relaxed);
+
+	return slot_to_index(kt, slot) << 8 | fresh_tag((uint8_t)old);
+}
+
+int srdma_kt_alloc(struct srdma_key_table *kt, uint32_t *slot, uint32_t *key)
+{
+	uint32_t words = (kt->nslots + 63) / 64;
+	uint32_t w = kt->cursor / 64, i;
+
+	if (SRDMA_FAULT(KT_ALLOC) || kt->nused >= kt->nslots)
+		return -ENOMEM;
+	/* First word: only bits at or after the cursor. */
+	for (i = 0; i <= words; i++, w = (w + 1) % words) {
+		uint64_t freebits = ~kt->used[w];
+		uint32_t s;
+
+		if (i == 0)
+			freebits &= ~0ull << (kt->cursor % 64);
+		if (w == words - 1 && kt->nslots % 64)
+			freebits &= (1ull << (kt->nslots % 64)) - 1;
+		if (!freebits)
+			continue;
+		s = w * 64 + (uint32_t)__builtin_ctzll(freebits);
+		kt->used[w] |= 1ull << (s % 64);
+		kt->nused++;
+		kt->cursor = (s + 1) % kt->nslots;
+		*slot = s;
+		*key = srdma_kt_new_tag(kt, s);
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+void srdma_kt_free(struct srdma_key_table *kt, uint32_t slot)
+{
+	srdma_assert(kt->used[slot / 64] & (1ull << (slot % 64)));
+	kt->used[slot / 64] &= ~(1ull << (slot % 64));
+	kt->nused--;
+}
+
+void srdma_key_write_begin(struct srdma_shm_key *e)
+{
+	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+
+	/* seq_cst: ordered before the drain's read of inflight (see the
+	 * file comment); also a release for readers' snapshots. */
+	atomic_store(&e->seq, seq + 1);
+	atomic_thread_fence(memory_order_release);
+}
+
+void srdma_key_write_end(struct srdma_shm_key *e)
+{
+	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+
+	/* Pairs with the acquire load of seq in srdma_key_snapshot(). */
+	atomic_store(&e->seq, seq + 1);
+}
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+void srdma_key_snapshot(struct srdma_shm_key *e, struct srdma_key_snap *s)
+{
+	for (;;) {
+		uint32_t seq = atomic_load_explicit(&e->seq,
+						    memory_order_acquire);
+
+		if (seq & 1) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		s->key = atomic_load_explicit(&e->key, memory_order_relaxed);
+		s->kind = LD(e->kind);
+		s->state = LD(e->state);
+		s->flags = LD(e->flags);
+		s->access = LD(e->access);
+		s->pd_handle = LD(e->pd_handle);
+		s->bind_qpn = LD(e->bind_qpn);
+		s->mr_slot = LD(e->mr_slot);
+		s->iova = LD(e->iova);
+		s->length = LD(e->length);
+		s->host_addr = LD(e->host_addr);
+		/* Pairs with the release fence in srdma_key_write_begin(). */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&e->seq, memory_order_relaxed) ==
+		    seq) {
+			s->seq = seq;
+			return;
+		}
+	}
+}
+
+/* True if [addr, addr + len) lies inside [base, base + size); never wraps. */
+static bool range_ok(uint64_t base, uint64_t size, uint64_t addr, uint64_t len)
+{
+	return addr >= base && len <= size && addr - base <= size - len;
+}
+
+static int check_snap(const struct srdma_key_snap *s, uint32_t key,
+		      unsigned int kinds, uint32_t pd, uint32_t access,
+		      uint64_t addr, uint64_t len)
+{
+	if (s->key != key || s->state == SRDMA_KEY_FREE)
+		return SRDMA_KCHK_NOKEY;
+	if (!(kinds & BIT(s->kind)))
+		return SRDMA_KCHK_KIND;
+	if (s->pd_handle != pd)
+		return SRDMA_KCHK_PD;
+	if (s->state != SRDMA_KEY_VALID && s->state != SRDMA_KEY_PENDING)
+		return SRDMA_KCHK_STATE;
+	if ((s->access & access) != access)
+		return SRDMA_KCHK_ACCESS;
+	if (!range_ok(s->iova, s->length, addr, len))
+		return SRDMA_KCHK_BOUNDS;
+	return SRDMA_KCHK_OK;
+}
+
+int srdma_key_check(const struct srdma_key_view *v, uint32_t key,
+		    unsigned int kinds, uint32_t pd, uint32_t access,
+		    uint64_t addr, uint64_t len, struct srdma_key_snap *snap,
+		    uint32_t *slot)
+{
+	uint32_t s = srdma_key_slot(v, key);
+
+	if (s == UINT32_MAX)
+		return SRDMA_KCHK_NOKEY;
+	*slot = s;
+	srdma_key_snapshot(&v->ent[s], snap);
+	return check_snap(snap, key, kinds, pd, access, addr, len);
+}
+
+int srdma_key_acquire(const struct srdma_key_view *v, uint32_t key,
+		      unsigned int kinds, uint32_t pd, uint32_t access,
+		      uint64_t addr, uint64_t len,
+		      struct srdma_shm_access *rec, uint64_t rec_tag,
+		      int32_t target_pid, uint64_t target_start,
+		      struct srdma_key_ref *ref)
+{
+	for (;;) {
+		struct srdma_shm_key *e;
+		uint32_t slot;
+		int ret;
+
+		ret = srdma_key_check(v, key, kinds, pd, access, addr, len,
+				      &ref->snap, &slot);
+		if (ret)
+			return ret;
+		e = &v->ent[slot];
+		if (rec) {
+			rec->target_pid = target_pid;
+			rec->target_start = target_start;
+			/* Pairs with the acquire loads of tag by reapers. */
+			atomic_store_explicit(&rec->tag, rec_tag | slot,
+					      memory_order_release);
+		}
+		atomic_fetch_add(&e->inflight, 1);	/* seq_cst */
+		if (atomic_load(&e->seq) == ref->snap.seq) {	/* seq_cst */
+			ref->e = e;
+			ref->rec = rec;
+			ref->host_addr = ref->snap.host_addr +
+					 (addr - ref->snap.iova);
+			return SRDMA_KCHK_OK;
+		}
+		/* The owner changed the entry meanwhile: back out, retry. */
+		ref->e = e;
+		ref->rec = rec;
+		srdma_key_release(ref);
+	}
+}
+
+void srdma_key_release(struct srdma_key_ref *ref)
+{
+	if (ref->rec) {
+		uint64_t tag = atomic_load_explicit(&ref->rec->tag,
+						    memory_order_relaxed);
+
+		/* If a reaper already cleared our record it also dropped
+		 * the mark (only possible if we were thought dead). */
+		if (!atomic_compare_exchange_strong(&ref->rec->tag, &tag, 0))
+			return;
+	}
+	atomic_fetch_sub_explicit(&ref->e->inflight, 1, memory_order_release);
+	ref->e = NULL;
+}
+
+void srdma_key_drain(struct srdma_key_table *kt, uint32_t slot,
+		     struct srdma_host_ctx *h)
+{
+	struct srdma_shm_key *e = &kt->ent[slot];
+	struct timespec ts = { 0, 20000 };
+	unsigned int spins = 0;
+
+	/* seq_cst: pairs with the accessor's inflight increment. */
+	while (atomic_load(&e->inflight)) {
+		if (++spins < 1000) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		nanosleep(&ts, NULL);
+		if (h && spins % 500 == 0)
+			srdma_host_release_dead_holders(h, slot);
+	}
+}
+
+const char *srdma_key_fail_str(int fail)
+{
+	static const char *const s[] = {
+		[SRDMA_KCHK_OK] = "ok",
+		[SRDMA_KCHK_NOKEY] = "no such key (unknown index or stale tag)",
+		[SRDMA_KCHK_KIND] = "wrong kind of key",
+		[SRDMA_KCHK_PD] = "protection domain mismatch",
+		[SRDMA_KCHK_STATE] = "key not valid (deregistered/invalidated)",
+		[SRDMA_KCHK_ACCESS] = "access right missing",
+		[SRDMA_KCHK_BOUNDS] = "range outside the region",
+	};
+
+	return (fail >= 0 && fail < (int)ARRAY_SIZE(s)) ? s[fail] : "?";
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * compiler.h - small language helpers shared by every layer.
+ *
+ * SRDMA_EXPORT marks the only symbols that leave the shared objects (the
+ * build uses -fvisibility=hidden plus version scripts); it may appear only in
+ * src/verbs and src/cm, the ABI front ends.
+ */
+#ifndef SRDMA_UTIL_COMPILER_H
+#define SRDMA_UTIL_COMPILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <assert.h>
+
+#define SRDMA_EXPORT __attribute__((visibility("default")))
+
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define BIT(n) (1u << (n))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+#ifdef NDEBUG
+#define srdma_assert(x) ((void)0)
+#else
+#define srdma_assert(x) assert(x)
+#endif
+
+#endif

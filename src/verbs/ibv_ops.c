@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * ibv_ops.c - the per-context op tables that verbs.h's inline functions
+ * call through: struct ibv_context_ops (ibv_post_send, ibv_poll_cq,
+ * ibv_alloc_mw, ...) and the verbs_context extension ops (query_port,
+ * query_device_ex, advise_mr, ...). No op the headers may call is left
+ * NULL unless the inline turns NULL into a clean EOPNOTSUPP itself.
+ *
+ * The data-path ops answer EOPNOTSUPP until the data path exists; they are
+ * unreachable today anyway, since no CQ, QP or SRQ can be created.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "util/compiler.h"
+#include "verbs/verbs_int.h"
+
+static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct srdma_mw *mw;
+	int ret;
+
+	ret = srdma_mw_alloc(pd, type, &mw);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return &mw->ibmw;
+}
+
+static int op_dealloc_mw(struct ibv_mw *mw)
+{
+	return -srdma_mw_dealloc(mw);
+}
+
+static int op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		      struct ibv_mw_bind *mw_bind)
+{
+	return EOPNOTSUPP;	/* windows are bound through QPs: data path */
+}
+
+static int op_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+	return -EOPNOTSUPP;
+}
+
+static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return EOPNOTSUPP;
+}
+
+static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			struct ibv_send_wr **bad_wr)
+{
+	if (bad_wr)
+		*bad_wr = wr;
+	return EOPNOTSUPP;
+}
+
+static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr)
+{
+	if (bad_wr)
+		*bad_wr = wr;
+	return EOPNOTSUPP;
+}
+
+static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			    struct ibv_recv_wr **bad_wr)
+{
+	if (bad_wr)
+		*bad_wr = wr;
+	return EOPNOTSUPP;
+}
+
+static int op_query_port(struct ibv_context *context, uint8_t port_num,
+			 struct ibv_port_attr *port_attr, size_t port_attr_len)
+{
+	struct srdma_context *ctx = srdma_ctx_lookup(context);
+	struct ibv_port_attr a;
+
+	if (!ctx || !port_attr || port_num != 1)
+		return EINVAL;
+	srdma_fill_port_attr(ctx, &a);
+	memcpy(port_attr, &a,
+	       port_attr_len < sizeof(a) ? port_attr_len : sizeof(a));
+	return 0;
+}
+
+static int op_query_device_ex(struct ibv_context *context,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr,
+			      size_t attr_size)
+{
+	struct srdma_context *ctx = srdma_ctx_lookup(context);
+	struct ibv_device_attr_ex a;
+
+	if (!ctx || !attr)
+		return EINVAL;
+	if (input && input->comp_mask)
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	srdma_fill_device_attr(ctx, &a.orig_attr);
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
+	if (ctx->odp_enabled) {
+		a.odp_caps.general_caps = IBV_ODP_SUPPORT |
+					  IBV_ODP_SUPPORT_IMPLICIT;
+		a.odp_caps.per_transport_caps.rc_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+		a.odp_caps.per_transport_caps.uc_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_SRQ_RECV;
+		a.odp_caps.per_transport_caps.ud_odp_caps =
+			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+			IBV_ODP_SUPPORT_SRQ_RECV;
+	}
+	a.phys_port_cnt_ex = 1;
+	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
+static int op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			uint32_t flags, struct ibv_sge *sg_list,
+			uint32_t num_sge)
+{
+	return -srdma_mr_advise(pd, advice, flags, sg_list, num_sge);
+}
+
+#undef ibv_query_port
+void srdma_verbs_set_ops(struct srdma_context *ctx)
+{
+	struct ibv_context_ops *ops = &ctx->vctx.context.ops;
+	struct verbs_context *v = &ctx->vctx;
+
+	/* As libibverbs does for binaries built against 1.1.8 headers. */
+	ops->_compat_query_device = ibv_query_device;
+	ops->_compat_query_port = ibv_query_port;
+	ops->alloc_mw = op_alloc_mw;
+	ops->dealloc_mw = op_dealloc_mw;
+	ops->bind_mw = op_bind_mw;
+	ops->poll_cq = op_poll_cq;
+	ops->req_notify_cq = op_req_notify_cq;
+	ops->post_send = op_post_send;
+	ops->post_recv = op_post_recv;
+	ops->post_srq_recv = op_post_srq_recv;
+
+	v->query_port = op_query_port;
+	v->query_device_ex = op_query_device_ex;
+	v->advise_mr = op_advise_mr;
+}

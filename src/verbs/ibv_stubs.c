@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * ibv_stubs.c - public libibverbs entry points that softrdma does not
+ * implement yet, or never will.
+ *
+ * Every client we support is linked BIND_NOW, so each name in the
+ * IBVERBS_1.x nodes must resolve at load time even if the program never
+ * calls it (docs/abi.md section 0.2). The functions here exist only to
+ * satisfy the loader. Each fails in its own function's public convention,
+ * so a caller that does reach one sees an ordinary "not supported" error:
+ *
+ *   constructors           NULL with errno = EOPNOTSUPP
+ *   int (errno) returns    EOPNOTSUPP, positive (destroy/modify/query)
+ *   -1 + errno returns     -1 with errno = EOPNOTSUPP
+ *   void                   nothing
+ *
+ * None of them dereferences its arguments, so they are safe with NULL.
+ */
+#include <errno.h>
+#include <stddef.h>
+
+#include <infiniband/verbs.h>
+
+#include "util/compiler.h"
+
+/* Stubs ignore their arguments by design, whatever the build flags. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
+static void *null_eopnotsupp(void)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+/*
+ * Data-path placeholders: completion channels, CQs, SRQs, QPs, address
+ * handles and multicast. The data-path work (issue 3) replaces each of
+ * these with a real implementation in its own file and deletes it here.
+ */
+
+SRDMA_EXPORT struct ibv_comp_channel *
+ibv_create_comp_channel(struct ibv_context *context)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+					  void *cq_context,
+					  struct ibv_comp_channel *channel,
+					  int comp_vector)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
+				  struct ibv_cq **cq, void **cq_context)
+{
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+SRDMA_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+}
+
+SRDMA_EXPORT struct ibv_srq *
+ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT int ibv_modify_srq(struct ibv_srq *srq,
+				struct ibv_srq_attr *srq_attr,
+				int srq_attr_mask)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_query_srq(struct ibv_srq *srq,
+			       struct ibv_srq_attr *srq_attr)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+					  struct ibv_qp_init_attr *qp_init_attr)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			      int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			       int attr_mask)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	return EOPNOTSUPP;
+}
+
+/* Upstream returns NULL, without setting errno, for a QP that was not
+ * created with the extended send ops; no QP of ours is. */
+SRDMA_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return NULL;
+}
+
+/* Zero means "no in-order guarantee", which is always a safe answer. */
+SRDMA_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
+					    enum ibv_wr_opcode op,
+					    uint32_t flags)
+{
+	return 0;
+}
+
+SRDMA_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
+					  struct ibv_ah_attr *attr)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
+				     uint8_t port_num, struct ibv_wc *wc,
+				     struct ibv_grh *grh,
+				     struct ibv_ah_attr *ah_attr)
+{
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+SRDMA_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
+						  struct ibv_wc *wc,
+						  struct ibv_grh *grh,
+						  uint8_t port_num)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
+					     struct ibv_ah_attr *attr,
+					     uint8_t eth_mac[ETHERNET_LL_SIZE],
+					     uint16_t *vid)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+				  uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+SRDMA_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+				  uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+/*
+ * Object import shares kernel objects between processes through a uverbs
+ * command fd. There is no such fd here, so import always fails and the
+ * unimport calls, which can only receive what import returned, do nothing.
+ */
+
+SRDMA_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
+					  uint32_t pd_handle)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+}
+
+SRDMA_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+}
+
+SRDMA_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
+					  uint32_t dm_handle)
+{
+	return null_eopnotsupp();
+}
+
+SRDMA_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+}
+
+/*
+ * Legacy provider and sysfs helpers. No public header declares them any
+ * more, so the prototypes are given here. Providers are never loaded (the
+ * device is built in), and the device has no sysfs directory: ibv_devinfo
+ * asks for "board_id" through ibv_read_sysfs_file() and copes with -1.
+ */
+void ibv_register_driver(const char *name, void *init_func);
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+			size_t size);
+
+SRDMA_EXPORT void ibv_register_driver(const char *name, void *init_func)
+{
+}
+
+SRDMA_EXPORT const char *ibv_get_sysfs_path(void)
+{
+	return NULL;
+}
+
+SRDMA_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
+				     char *buf, size_t size)
+{
+	errno = ENOENT;
+	return -1;
+}

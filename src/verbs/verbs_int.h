@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * verbs_int.h - shared by the libibverbs front-end files only: the ops
+ * table setup and the port/device attribute builders used both by the
+ * exported functions and by the verbs_context ops.
+ */
+#ifndef SRDMA_VERBS_VERBS_INT_H
+#define SRDMA_VERBS_VERBS_INT_H
+
+#include <infiniband/verbs.h>
+
+#include "core/core.h"
+
+/* Fill ctx->vctx.context.ops and the verbs_context extension ops. */
+void srdma_verbs_set_ops(struct srdma_context *ctx);
+
+/* Attributes of the device / port 1 as this context reports them. */
+void srdma_fill_device_attr(struct srdma_context *ctx,
+			    struct ibv_device_attr *a);
+void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a);
+/* Resolve a public context; NULL if it is not a live context of ours. */
+struct srdma_context *srdma_ctx_lookup(struct ibv_context *ctx);
+
+#define SRDMA_GID_TBL_LEN 1
+#define SRDMA_PKEY_DEFAULT 0xffff
+
+#endif

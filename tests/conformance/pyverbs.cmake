@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# rdma-core's v44 pyverbs suite run against build/lib (run_pyverbs.sh).
+#   label conformance:      the subset expected to pass; in the default run
+#   label conformance-full: whole modules that later work needs; excluded
+#                           from the default run by a label filter
+# Included by tests/CMakeLists.txt, which defines srdma_test_env().
+set(SRDMA_PYVERBS_RUNNER ${CMAKE_CURRENT_LIST_DIR}/run_pyverbs.sh)
+
+# srdma_pyverbs_test(NAME LABEL TIMEOUT SPEC...) registers conformance.NAME.
+# The runner stops python 20 s before CTest's timeout (SIGKILL 10 s later),
+# so forked rdmacm children never outlive the test.
+function(srdma_pyverbs_test name label timeout)
+	set(test conformance.${name})
+	add_test(NAME ${test}
+		COMMAND ${SRDMA_PYVERBS_RUNNER} ${CMAKE_BINARY_DIR} ${ARGN})
+	set_tests_properties(${test} PROPERTIES TIMEOUT ${timeout}
+		LABELS ${label})
+	srdma_test_env(${test})
+	math(EXPR inner "${timeout} - 20")
+	set_property(TEST ${test} APPEND PROPERTY
+		ENVIRONMENT SRDMA_PYVERBS_TIMEOUT=${inner})
+endfunction()
+
+srdma_pyverbs_test(test_device conformance 300 test_device)
+srdma_pyverbs_test(test_pd conformance 300 test_pd)
+srdma_pyverbs_test(test_mr_bad_flags conformance 300
+	test_mr.MRTest.test_reg_mr_bad_flags)
+
+# Whole modules. Traffic tests poll for up to 10 s each when completions go
+# missing, so these get more time.
+foreach(mod test_qp test_cq test_cqex test_cq_events test_mr test_atomic
+	    test_odp test_qpex test_rdmacm)
+	srdma_pyverbs_test(${mod} conformance-full 900 ${mod})
+endforeach()

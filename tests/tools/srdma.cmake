@@ -1,0 +1,16 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# The srdma command: `srdma run` puts our libraries first, `srdma status`
+# shows a live process's contexts and MRs and reaps a SIGKILLed one.
+# mr_holder is an ordinary verbs application (public ABI only) that holds
+# a few MRs until its stdin closes.
+add_executable(srdma_mr_holder ${CMAKE_CURRENT_LIST_DIR}/mr_holder.c)
+set_target_properties(srdma_mr_holder PROPERTIES OUTPUT_NAME mr_holder
+	RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/tools)
+target_link_libraries(srdma_mr_holder PRIVATE ibverbs)
+
+add_test(NAME tools.srdma
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_srdma.sh
+		$<TARGET_FILE:srdma> $<TARGET_FILE:srdma_mr_holder>)
+set_tests_properties(tools.srdma PROPERTIES TIMEOUT 120 LABELS tools)
+srdma_test_env(tools.srdma)
