@@ -42,11 +42,12 @@
 #include "transport/host/host.h"
 #include "util/compiler.h"
 
-#define EXIT_USAGE 2
-#define EXIT_RUN_FAILED 125	/* as env(1): srdma itself failed */
-#define EXIT_NOEXEC 127		/* PROGRAM could not be executed */
-#define DEFAULT_DEVICE "srdma0"
+#define EXIT_USAGE	2
+#define EXIT_RUN_FAILED 125 /* as env(1): srdma itself failed */
+#define EXIT_NOEXEC	127 /* PROGRAM could not be executed */
+#define DEFAULT_DEVICE	"srdma0"
 
+/* clang-format off */
 static const char usage_text[] =
 	"usage: srdma COMMAND [ARGS]\n"
 	"\n"
@@ -69,6 +70,7 @@ static const char usage_text[] =
 	"ACCESS: LW local write, RW remote write, RR remote read, RA remote\n"
 	"atomic, MW MW bind, ZB zero based, ODP on demand, HUGETLB, RO relaxed\n"
 	"ordering; '-' is local read only.\n";
+/* clang-format on */
 
 static void usage(FILE *f)
 {
@@ -94,7 +96,7 @@ struct table {
 	unsigned int ncols;
 	const char *head[TABLE_MAX_COLS];
 	bool right[TABLE_MAX_COLS];
-	char **cell;			/* nrows * ncols; NULL prints "-" */
+	char **cell; /* nrows * ncols; NULL prints "-" */
 	size_t nrows, cap;
 };
 
@@ -126,8 +128,8 @@ static void table_row(struct table *t)
 	t->nrows++;
 }
 
-__attribute__((format(printf, 3, 4)))
-static void table_set(struct table *t, unsigned int col, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void
+table_set(struct table *t, unsigned int col, const char *fmt, ...)
 {
 	char **c = &t->cell[(t->nrows - 1) * t->ncols + col];
 	va_list ap;
@@ -165,7 +167,7 @@ static void table_print_row(const struct table *t, const char *const *cells,
 		if (t->right[i])
 			printf("%*s", width[i], s);
 		else if (last)
-			fputs(s, stdout);	/* no trailing blanks */
+			fputs(s, stdout); /* no trailing blanks */
 		else
 			printf("%-*s", width[i], s);
 		fputs(last ? "\n" : "  ", stdout);
@@ -215,7 +217,7 @@ static void table_fini(struct table *t)
  */
 static int find_libdir(char *buf)
 {
-	static const char *const rel[] = { "../lib", "../lib64" };
+	static const char *const rel[] = {"../lib", "../lib64"};
 	const char *env = getenv("SRDMA_LIBDIR");
 	char exe[PATH_MAX], cand[PATH_MAX + 32];
 	unsigned int i;
@@ -259,8 +261,8 @@ static int cmd_run(int argc, char **argv)
 	if (argc > 0 && !strcmp(argv[0], "--")) {
 		argc--;
 		argv++;
-	} else if (argc > 0 && (!strcmp(argv[0], "-h") ||
-				!strcmp(argv[0], "--help"))) {
+	} else if (argc > 0 &&
+		   (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
 		usage(stdout);
 		return EXIT_SUCCESS;
 	}
@@ -301,16 +303,16 @@ static int cmd_run(int argc, char **argv)
 
 /* One LIVE registry entry, copied out of the shared registry. */
 struct ctx_view {
-	unsigned int index;		/* registry entry; LID = index + 1 */
+	unsigned int index; /* registry entry; LID = index + 1 */
 	int32_t pid;
 	uint64_t start_time;
 	uint32_t lid;
 	uint64_t open_time;
 	char dev_name[33];
 	char seg_name[49];
-	bool alive;			/* srdma_proc_alive() */
-	bool zombie;			/* alive, but exited: see below */
-	int map_err;			/* 0, or why ps is not mapped */
+	bool alive;  /* srdma_proc_alive() */
+	bool zombie; /* see proc_is_zombie() */
+	int map_err; /* 0, or why ps is not mapped */
 	struct srdma_peer_seg ps;
 };
 
@@ -350,6 +352,7 @@ struct bit_name {
 	const char *name;
 };
 
+/* clang-format off */
 static const struct bit_name access_names[] = {
 	{ IBV_ACCESS_LOCAL_WRITE, "LW" },
 	{ IBV_ACCESS_REMOTE_WRITE, "RW" },
@@ -370,6 +373,7 @@ static const struct bit_name keyf_names[] = {
 	{ SRDMA_KEYF_RELAXED, "relaxed" },
 	{ SRDMA_KEYF_HUGETLB, "hugetlb" },
 };
+/* clang-format on */
 
 /* "LW,RR" style list of @v's bits in @names, unknown bits in hex. */
 static void bits_str(char *buf, size_t len, uint32_t v,
@@ -402,7 +406,7 @@ static void bits_str(char *buf, size_t len, uint32_t v,
  */
 static bool key_settled(struct srdma_shm_key *k)
 {
-	struct timespec ts = { 0, 1000000 };
+	struct timespec ts = {0, 1000000};
 	int i;
 
 	for (i = 0; i < 1100; i++) {
@@ -432,8 +436,8 @@ static bool next_written_slots(int fd, const struct srdma_seg_hdr *s,
 	d = lseek(fd, pos, SEEK_DATA);
 	if (d < 0) {
 		if (errno == ENXIO)
-			return false;	/* only holes from here on */
-		*to = s->key_slots;	/* no SEEK_DATA: scan all */
+			return false; /* only holes from here on */
+		*to = s->key_slots;   /* no SEEK_DATA: scan all */
 		return true;
 	}
 	if (d >= end)
@@ -447,15 +451,26 @@ static bool next_written_slots(int fd, const struct srdma_seg_hdr *s,
 }
 
 enum {
-	KC_LID, KC_PID, KC_KIND, KC_KEY, KC_STATE, KC_RANGE, KC_LENGTH,
-	KC_ACCESS, KC_FLAGS, KC_PD, KC_INFLIGHT, KC_BIND,
-	KC_SLOT, KC_HOSTADDR,	/* --all only */
+	KC_LID,
+	KC_PID,
+	KC_KIND,
+	KC_KEY,
+	KC_STATE,
+	KC_RANGE,
+	KC_LENGTH,
+	KC_ACCESS,
+	KC_FLAGS,
+	KC_PD,
+	KC_INFLIGHT,
+	KC_BIND,
+	KC_SLOT,
+	KC_HOSTADDR, /* --all only */
 	KC_NCOLS
 };
 
 static const char *const key_heads[KC_NCOLS] = {
-	">LID", ">PID", "KIND", "KEY", "STATE", "RANGE", ">LENGTH",
-	"ACCESS", "FLAGS", ">PD", ">INFLIGHT", "BIND", ">SLOT", "HOSTADDR",
+	">LID",	  ">PID",  "KIND", "KEY",	"STATE", "RANGE", ">LENGTH",
+	"ACCESS", "FLAGS", ">PD",  ">INFLIGHT", "BIND",	 ">SLOT", "HOSTADDR",
 };
 
 static void key_row(struct table *t, const struct ctx_view *c,
@@ -478,12 +493,12 @@ static void key_row(struct table *t, const struct ctx_view *c,
 	if (!key_settled(k)) {
 		table_set(t, KC_KEY, "0x%08x",
 			  atomic_load_explicit(&k->key, memory_order_relaxed));
-		table_set(t, KC_STATE, "TORN");	/* writer died mid-update */
+		table_set(t, KC_STATE, "TORN"); /* writer died mid-update */
 		return;
 	}
 	srdma_key_snapshot(k, &sn);
 	if (sn.state == SRDMA_KEY_FREE) {
-		table_drop_row(t);		/* freed meanwhile */
+		table_drop_row(t); /* freed meanwhile */
 		return;
 	}
 	table_set(t, KC_KIND, "%s", kind_str(sn.kind));
@@ -521,8 +536,8 @@ static void key_row(struct table *t, const struct ctx_view *c,
 }
 
 /* Every key entry of @c that is not FREE, one row each. */
-static void key_rows(struct table *t, const char *dir,
-		     const struct ctx_view *c, const struct status_opts *o)
+static void key_rows(struct table *t, const char *dir, const struct ctx_view *c,
+		     const struct status_opts *o)
 {
 	struct srdma_seg_hdr *s = c->ps.seg;
 	uint32_t from = 0, to, slot;
@@ -544,15 +559,24 @@ static void key_rows(struct table *t, const char *dir,
 }
 
 enum {
-	CC_LID, CC_PID, CC_STATE, CC_DEVICE, CC_QPNS, CC_OPENED, CC_MRS,
-	CC_MWS, CC_REG, CC_DEREG,
-	CC_SLOTS, CC_SEGMENT,	/* --all only */
+	CC_LID,
+	CC_PID,
+	CC_STATE,
+	CC_DEVICE,
+	CC_QPNS,
+	CC_OPENED,
+	CC_MRS,
+	CC_MWS,
+	CC_REG,
+	CC_DEREG,
+	CC_SLOTS,
+	CC_SEGMENT, /* --all only */
 	CC_NCOLS
 };
 
 static const char *const ctx_heads[CC_NCOLS] = {
-	">LID", ">PID", "STATE", "DEVICE", "QPN RANGE", "OPENED", ">MRS",
-	">MWS", ">REG", ">DEREG", ">SLOTS", "SEGMENT",
+	">LID", ">PID", "STATE", "DEVICE", "QPN RANGE", "OPENED",
+	">MRS", ">MWS", ">REG",	 ">DEREG", ">SLOTS",	"SEGMENT",
 };
 
 static void ctx_row(struct table *t, const struct ctx_view *c,
@@ -566,7 +590,9 @@ static void ctx_row(struct table *t, const struct ctx_view *c,
 	table_set(t, CC_LID, "%u", c->lid);
 	table_set(t, CC_PID, "%d", c->pid);
 	table_set(t, CC_STATE, "%s",
-		  c->zombie ? "zombie" : c->alive ? "alive" : "dead");
+		  c->zombie  ? "zombie"
+		  : c->alive ? "alive"
+			     : "dead");
 	table_set(t, CC_DEVICE, "%s", c->dev_name);
 	table_set(t, CC_QPNS, "%#x-%#x", c->lid << SRDMA_QPN_SHIFT,
 		  ((c->lid + 1) << SRDMA_QPN_SHIFT) - 1);
@@ -577,17 +603,17 @@ static void ctx_row(struct table *t, const struct ctx_view *c,
 		struct srdma_seg_hdr *s = c->ps.seg;
 
 		table_set(t, CC_MRS, "%" PRIu64,
-			  (uint64_t)atomic_load_explicit(
-				  &s->n_live_mr, memory_order_relaxed));
+			  (uint64_t)atomic_load_explicit(&s->n_live_mr,
+							 memory_order_relaxed));
 		table_set(t, CC_MWS, "%" PRIu64,
-			  (uint64_t)atomic_load_explicit(
-				  &s->n_live_mw, memory_order_relaxed));
+			  (uint64_t)atomic_load_explicit(&s->n_live_mw,
+							 memory_order_relaxed));
 		table_set(t, CC_REG, "%" PRIu64,
-			  (uint64_t)atomic_load_explicit(
-				  &s->n_reg, memory_order_relaxed));
+			  (uint64_t)atomic_load_explicit(&s->n_reg,
+							 memory_order_relaxed));
 		table_set(t, CC_DEREG, "%" PRIu64,
-			  (uint64_t)atomic_load_explicit(
-				  &s->n_dereg, memory_order_relaxed));
+			  (uint64_t)atomic_load_explicit(&s->n_dereg,
+							 memory_order_relaxed));
 		if (o->all)
 			table_set(t, CC_SLOTS, "%u", s->key_slots);
 	}
@@ -598,9 +624,8 @@ static void ctx_row(struct table *t, const struct ctx_view *c,
 /* --all: the in-flight marks each context holds, as an initiator. */
 static void print_access_records(const struct ctx_view *v, size_t n)
 {
-	static const char *const heads[] = { ">LID", ">PID", ">REC",
-					     ">TARGET LID", ">TARGET PID",
-					     ">SLOT" };
+	static const char *const heads[] = {
+		">LID", ">PID", ">REC", ">TARGET LID", ">TARGET PID", ">SLOT"};
 	struct table t;
 	unsigned int i;
 	size_t j;
@@ -771,8 +796,8 @@ static void reap_dead(struct srdma_registry *r, const char *dir,
 		if (atomic_load_explicit(&e->state, memory_order_acquire) ==
 			    SRDMA_REG_LIVE &&
 		    e->pid == v[i].pid && e->start_time == v[i].start_time) {
-			printf("lid %u pid %d: dead but not reaped\n",
-			       v[i].lid, v[i].pid);
+			printf("lid %u pid %d: dead but not reaped\n", v[i].lid,
+			       v[i].pid);
 			continue;
 		}
 		printf("reaped lid %u pid %d (dead): registry entry freed, "
@@ -786,8 +811,8 @@ static void reap_dead(struct srdma_registry *r, const char *dir,
 
 static int cmd_status(int argc, char **argv)
 {
-	struct status_opts o = { .all = false, .reap = true };
-	struct srdma_registry r = { .fd = -1 };
+	struct status_opts o = {.all = false, .reap = true};
+	struct srdma_registry r = {.fd = -1};
 	struct table ctxs, keys;
 	struct ctx_view *v;
 	size_t n, i, ndead = 0, nerr;
@@ -853,13 +878,18 @@ static int cmd_status(int argc, char **argv)
 			printf("%slid %u pid %d: segment %s: %s\n",
 			       nerr++ ? "" : "\n", v[i].lid, v[i].pid,
 			       v[i].seg_name, seg_err_str(v[i].map_err));
+	for (i = 0, nerr = 0; i < n; i++)
+		if (v[i].zombie)
+			printf("%spid %d has exited, but its parent has not "
+			       "waited for it (zombie): lid %u stays taken "
+			       "until it does\n",
+			       nerr++ ? "" : "\n", v[i].pid, v[i].lid);
 	if (ndead) {
 		putchar('\n');
 		if (o.reap)
 			reap_dead(&r, dir, v, n);
 		else
-			printf("%zu dead context(s) left in place "
-			       "(--no-reap)\n",
+			printf("%zu dead context(s) not reaped (--no-reap)\n",
 			       ndead);
 	}
 out:
@@ -874,11 +904,11 @@ out:
 
 static int cmd_devices(int argc, char **argv)
 {
-	static const char *const heads[] = { "DEVICE", "LINK LAYER",
-					     ">CONTEXTS" };
+	static const char *const heads[] = {"DEVICE", "LINK LAYER",
+					    ">CONTEXTS"};
 	const char *dev = getenv("SRDMA_DEVICE");
 	const char *ll = getenv("SRDMA_LINK_LAYER");
-	struct srdma_registry r = { .fd = -1 };
+	struct srdma_registry r = {.fd = -1};
 	/* Names: ours first, then any other name a live context opened. */
 	char names[SRDMA_REG_ENTRIES + 1][33];
 	unsigned int counts[SRDMA_REG_ENTRIES + 1];
@@ -927,9 +957,9 @@ static int cmd_devices(int argc, char **argv)
 		/* Other processes may use another link layer; ours is the
 		 * one SRDMA_LINK_LAYER gives this environment. */
 		table_set(&t, 1, "%s",
-			  i ? "?" :
-			  (ll && !strcmp(ll, "eth")) ? "Ethernet" :
-						      "InfiniBand");
+			  i			       ? "?"
+			  : (ll && !strcmp(ll, "eth")) ? "Ethernet"
+						       : "InfiniBand");
 		table_set(&t, 2, "%u", counts[i]);
 	}
 	table_print(&t);

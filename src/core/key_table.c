@@ -18,6 +18,7 @@
  * seq and backs out: nothing lands after dereg returns.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -29,16 +30,48 @@
 #include "util/fault.h"
 #include "util/log.h"
 
+/*
+ * Key material comes from the kernel's CSPRNG, fetched 256 bytes at a time
+ * (one getrandom() per ~64 registrations instead of one each). A fork child
+ * drops the buffer so parent and child never hand out the same tags.
+ */
+static pthread_mutex_t rnd_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t rnd_buf[64];	/* rnd_lock */
+static unsigned int rnd_left;	/* rnd_lock: unused words in rnd_buf */
+static pthread_once_t rnd_once = PTHREAD_ONCE_INIT;
+
+static void rnd_child(void)
+{
+	rnd_left = 0;
+	pthread_mutex_init(&rnd_lock, NULL);
+}
+
+static void rnd_init(void)
+{
+	pthread_atfork(NULL, NULL, rnd_child);
+}
+
 static uint32_t rand32(void)
 {
 	uint32_t v;
 
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
-		struct timespec ts;
+	pthread_once(&rnd_once, rnd_init);
+	pthread_mutex_lock(&rnd_lock);
+	if (!rnd_left) {
+		if (getrandom(rnd_buf, sizeof(rnd_buf), GRND_NONBLOCK) !=
+		    sizeof(rnd_buf)) {
+			struct timespec ts;
+			unsigned int i;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		v = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)ts.tv_sec;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			for (i = 0; i < ARRAY_SIZE(rnd_buf); i++)
+				rnd_buf[i] ^= ((uint32_t)ts.tv_nsec + i) *
+					      2654435761u;
+		}
+		rnd_left = ARRAY_SIZE(rnd_buf);
 	}
+	v = rnd_buf[--rnd_left];
+	pthread_mutex_unlock(&rnd_lock);
 	return v;
 }
 

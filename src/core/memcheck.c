@@ -69,26 +69,45 @@ uint64_t srdma_now_ns(void)
 }
 
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
-static int maps_fd = -1;		/* maps_lock for changes */
-static pid_t maps_pid;			/* maps_lock */
+static _Atomic int maps_fd = -1;	/* atomic; changed under maps_lock */
+static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
 static _Atomic int have_query = -1;	/* atomic; -1 unknown, 0 no ioctl */
+
+/* A fork child inherits an fd that still describes the parent's address
+ * space: drop it so the child opens its own. */
+static void maps_child(void)
+{
+	int fd = atomic_exchange(&maps_fd, -1);
+
+	if (fd >= 0)
+		close(fd);
+	pthread_mutex_init(&maps_lock, NULL);
+}
+
+static void maps_init(void)
+{
+	pthread_atfork(NULL, NULL, maps_child);
+}
 
 /* Returns an fd on /proc/self/maps of this process, or -errno. */
 static int maps_get(void)
 {
-	pid_t me = getpid();
-	int fd;
+	int fd = atomic_load_explicit(&maps_fd, memory_order_acquire);
 
+	if (likely(fd >= 0))
+		return fd;
+	pthread_once(&maps_once, maps_init);
 	pthread_mutex_lock(&maps_lock);
-	if (maps_fd >= 0 && maps_pid != me) {
-		close(maps_fd);	/* inherited across fork: not ours */
-		maps_fd = -1;
+	fd = atomic_load(&maps_fd);
+	if (fd < 0) {
+		fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+		else
+			/* Pairs with the acquire load above. */
+			atomic_store_explicit(&maps_fd, fd,
+					      memory_order_release);
 	}
-	if (maps_fd < 0) {
-		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-		maps_pid = me;
-	}
-	fd = maps_fd >= 0 ? maps_fd : -errno;
 	pthread_mutex_unlock(&maps_lock);
 	return fd;
 }

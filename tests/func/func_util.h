@@ -136,16 +136,18 @@ static inline void *fu_map(size_t len, int prot)
 
 /*
  * A range that is certainly unmapped and far from where mmap() places new
- * mappings, so the library's own allocations cannot land in it.
+ * mappings, so the library's own allocations cannot land in it. Each call
+ * returns a different range, so two of them never overlap.
  */
 static inline void *fu_unmapped(size_t len)
 {
-	static const uintptr_t cand[] = { 0x100000000000ULL, 0x180000000000ULL,
-					  0x200000000000ULL, 0x40000000000ULL };
-	size_t i;
+	static unsigned int next;
+	unsigned int tries;
 
-	for (i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) {
-		void *p = mmap((void *)cand[i], len, PROT_NONE,
+	for (tries = 0; tries < 64; tries++) {
+		uintptr_t cand = 0x100000000000ULL +
+				 (uintptr_t)(next++ % 256) * 0x10000000ULL;
+		void *p = mmap((void *)cand, len, PROT_NONE,
 			       MAP_PRIVATE | MAP_ANONYMOUS |
 				       MAP_FIXED_NOREPLACE,
 			       -1, 0);
@@ -153,7 +155,7 @@ static inline void *fu_unmapped(size_t len)
 		if (p == MAP_FAILED)
 			continue;
 		munmap(p, len);
-		if (p == (void *)cand[i])
+		if (p == (void *)cand)
 			return p;
 	}
 	fail_msg("no unmapped range found");

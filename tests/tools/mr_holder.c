@@ -28,6 +28,7 @@
 
 #define NMR 5
 
+/* clang-format off */
 static const struct {
 	size_t len;
 	size_t offset;		/* into a page-aligned buffer */
@@ -43,6 +44,7 @@ static const struct {
 			      IBV_ACCESS_REMOTE_READ |
 			      IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND },
 };
+/* clang-format on */
 
 static volatile sig_atomic_t stop;
 
@@ -65,8 +67,8 @@ static struct ibv_device *pick_device(struct ibv_device **list)
 
 int main(void)
 {
-	struct ibv_mr *mr[NMR] = { 0 };
-	void *buf[NMR] = { 0 };
+	struct ibv_mr *mr[NMR] = {0};
+	void *buf[NMR] = {0};
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_device *dev;
@@ -114,11 +116,13 @@ int main(void)
 		mr[i] = ibv_reg_mr(pd, (char *)buf[i] + mr_spec[i].offset,
 				   mr_spec[i].len, mr_spec[i].access);
 		if (!mr[i]) {
-			fprintf(stderr, "mr_holder: ibv_reg_mr(access %#x): %s\n",
+			fprintf(stderr,
+				"mr_holder: ibv_reg_mr(access %#x): %s\n",
 				mr_spec[i].access, strerror(errno));
 			goto out_dereg;
 		}
-		printf("mr lkey 0x%08x rkey 0x%08x addr %#lx len %zu access %#x\n",
+		printf("mr lkey 0x%08x rkey 0x%08x addr %#lx len %zu access "
+		       "%#x\n",
 		       mr[i]->lkey, mr[i]->rkey, (unsigned long)mr[i]->addr,
 		       mr[i]->length, (unsigned int)mr_spec[i].access);
 	}

@@ -143,6 +143,7 @@ start_holder() {
 		"pid "*) holder_pid=${line#pid } ;;
 		"mr "*) holder_mrs+=("$line") ;;
 		"mw "*) holder_mws+=("$line") ;;
+		"pd "*) ;;
 		ready) holder_ready=1; break ;;
 		*) echo "# mr_holder: $line" ;;
 		esac
