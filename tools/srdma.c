@@ -11,21 +11,28 @@
  * status is a reader of other processes' state, like `rdma resource show`:
  * it maps each registered context's control segment and copies key entries
  * with srdma_key_snapshot(); it never opens a device and never writes to a
- * live context. Its one write is reaping: registry entries whose owner died
- * are freed under the registry flock by srdma_registry_reap(), which also
- * drops the in-flight marks the dead context held on others and deletes its
- * segment file.
+ * live context. Its one write is reclaiming what dead processes left, under
+ * the registry flock: their registry entries, through srdma_registry_reap()
+ * (which also drops the in-flight marks they held on others and deletes
+ * their segments), and segment files no entry names (owner died inside
+ * srdma_host_attach()). A key entry whose writer died mid-update (seqlock
+ * odd for good) is shown as TORN instead of being snapshotted forever, and
+ * an exited but unwaited-for owner as a zombie.
  *
  * Segments are sparse tmpfs files. Reading a hole through a shared mapping
  * would allocate it, so only the data extents of the file (SEEK_DATA /
  * SEEK_HOLE) are scanned; slots in holes were never written and are FREE.
- * Layout of everything read here: src/transport/host/shm_layout.h.
+ * Layout of everything read here: src/transport/host/shm_layout.h. Not
+ * here: QPs, CQs and counters beyond the segment header (not in the
+ * layout yet).
  */
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -769,16 +776,130 @@ static size_t collect_contexts(struct srdma_registry *r, const char *dir,
 	return n;
 }
 
-/* Free the registry entries of the dead contexts in @v and say so. */
-static void reap_dead(struct srdma_registry *r, const char *dir,
-		      struct ctx_view *v, size_t n)
+/* The pid in a segment file name "ctx.<lid>.<pid>"; false if not one. */
+static bool seg_name_pid(const char *name, pid_t *pid)
+{
+	unsigned int lid;
+	int p, end = 0;
+
+	if (sscanf(name, "ctx.%u.%d%n", &lid, &p, &end) != 2 || name[end] ||
+	    p <= 0)
+		return false;
+	*pid = p;
+	return true;
+}
+
+/* True if a LIVE registry entry names the segment file @name. */
+static bool seg_registered(struct srdma_registry *r, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < SRDMA_REG_ENTRIES; i++) {
+		struct srdma_reg_entry *e = &r->ent[i];
+
+		if (atomic_load_explicit(&e->state, memory_order_acquire) ==
+			    SRDMA_REG_LIVE &&
+		    !strncmp(e->seg_name, name, sizeof(e->seg_name)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * True if the owner of segment file @name is gone. A published segment
+ * names its owner exactly (pid + start time); one that was never
+ * published (its owner died inside srdma_host_attach()) only has the pid
+ * in its name, and is kept while any process has that pid.
+ */
+static bool seg_owner_dead(const char *dir, const char *name, pid_t pid)
+{
+	struct srdma_peer_seg ps;
+
+	if (!srdma_peer_seg_map(dir, name, &ps)) {
+		bool dead = !srdma_proc_alive(ps.seg->owner_pid,
+					      ps.seg->owner_start);
+		srdma_peer_seg_unmap(&ps);
+		return dead;
+	}
+	return kill(pid, 0) && errno == ESRCH;
+}
+
+/*
+ * Segment files that no registry entry names and whose owner is dead:
+ * left by a process that died between creating its segment and
+ * publishing it, which srdma_registry_reap() cannot see. Removed when
+ * @remove (the caller holds the registry flock exclusively, so no entry
+ * is published meanwhile), else only listed. Return: how many.
+ */
+static int orphan_segments(struct srdma_registry *r, const char *dir,
+			   bool remove, int *said)
+{
+	struct dirent *d;
+	DIR *dp;
+	int n = 0;
+
+	dp = opendir(dir);
+	if (!dp)
+		return 0;
+	while ((d = readdir(dp))) {
+		char path[320];
+		pid_t pid;
+
+		if (!seg_name_pid(d->d_name, &pid) ||
+		    seg_registered(r, d->d_name) ||
+		    !seg_owner_dead(dir, d->d_name, pid))
+			continue;
+		if (!(*said)++)
+			putchar('\n');
+		if (!remove) {
+			printf("orphaned segment %s (pid %d dead, not in the "
+			       "registry) not removed (--no-reap)\n",
+			       d->d_name, (int)pid);
+			n++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		if (unlink(path) && errno != ENOENT) {
+			printf("orphaned segment %s (pid %d dead): cannot "
+			       "remove: %s\n",
+			       d->d_name, (int)pid, strerror(errno));
+			continue;
+		}
+		printf("removed orphaned segment %s (pid %d dead, not in the "
+		       "registry)\n",
+		       d->d_name, (int)pid);
+		n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+/*
+ * Reclaim what dead processes left: their registry entries (and with them
+ * their segments and in-flight marks) and orphaned segment files. With
+ * @o->reap false, only say what would be reclaimed.
+ */
+static void reclaim_dead(struct srdma_registry *r, const char *dir,
+			 struct ctx_view *v, size_t n,
+			 const struct status_opts *o)
 {
 	int ret, reaped, said = 0;
-	size_t i;
+	size_t i, ndead = 0;
 
 	for (i = 0; i < n; i++)
-		if (!v[i].alive)
+		if (!v[i].alive) {
 			srdma_peer_seg_unmap(&v[i].ps);
+			ndead++;
+		}
+	if (!o->reap) {
+		if (ndead)
+			printf("\n%zu dead context(s) not reaped (--no-reap)\n",
+			       ndead);
+		said = (int)ndead;
+		orphan_segments(r, dir, false, &said);
+		return;
+	}
+
 	ret = srdma_registry_lock(r, true);
 	if (ret) {
 		fprintf(stderr, "srdma status: cannot lock the registry: %s\n",
@@ -786,13 +907,13 @@ static void reap_dead(struct srdma_registry *r, const char *dir,
 		return;
 	}
 	reaped = srdma_registry_reap(r, dir);
-	srdma_registry_unlock(r);
-
 	for (i = 0; i < n; i++) {
 		struct srdma_reg_entry *e = &r->ent[v[i].index];
 
 		if (v[i].alive)
 			continue;
+		if (!said++)
+			putchar('\n');
 		if (atomic_load_explicit(&e->state, memory_order_acquire) ==
 			    SRDMA_REG_LIVE &&
 		    e->pid == v[i].pid && e->start_time == v[i].start_time) {
@@ -803,19 +924,61 @@ static void reap_dead(struct srdma_registry *r, const char *dir,
 		printf("reaped lid %u pid %d (dead): registry entry freed, "
 		       "segment %s removed\n",
 		       v[i].lid, v[i].pid, v[i].seg_name);
-		said++;
+		reaped--;
 	}
-	if (reaped > said)
-		printf("reaped %d more dead context(s)\n", reaped - said);
+	if (reaped > 0)
+		printf("%sreaped %d more dead context(s)\n", said++ ? "" : "\n",
+		       reaped);
+	orphan_segments(r, dir, true, &said);
+	srdma_registry_unlock(r);
+}
+
+/* The contexts table, the keys table and what is wrong with them. */
+static void print_contexts(const char *dir, struct ctx_view *v, size_t n,
+			   const struct status_opts *o)
+{
+	struct table ctxs, keys;
+	size_t i, nerr;
+
+	table_init(&ctxs, ctx_heads, o->all ? CC_NCOLS : CC_SLOTS);
+	table_init(&keys, key_heads, o->all ? KC_NCOLS : KC_SLOT);
+	for (i = 0; i < n; i++) {
+		ctx_row(&ctxs, &v[i], o);
+		if (!v[i].map_err)
+			key_rows(&keys, dir, &v[i], o);
+	}
+	if (o->all)
+		printf("SRDMA_DIR %s\n\n", dir);
+	table_print(&ctxs);
+	putchar('\n');
+	if (keys.nrows)
+		table_print(&keys);
+	else
+		puts("no memory regions or windows");
+	table_fini(&keys);
+	table_fini(&ctxs);
+	if (o->all)
+		print_access_records(v, n);
+
+	for (i = 0, nerr = 0; i < n; i++)
+		if (v[i].map_err && (v[i].alive || v[i].map_err != -ENOENT))
+			printf("%slid %u pid %d: segment %s: %s\n",
+			       nerr++ ? "" : "\n", v[i].lid, v[i].pid,
+			       v[i].seg_name, seg_err_str(v[i].map_err));
+	for (i = 0, nerr = 0; i < n; i++)
+		if (v[i].zombie)
+			printf("%spid %d has exited, but its parent has not "
+			       "waited for it (zombie): lid %u stays taken "
+			       "until it does\n",
+			       nerr++ ? "" : "\n", v[i].pid, v[i].lid);
 }
 
 static int cmd_status(int argc, char **argv)
 {
 	struct status_opts o = {.all = false, .reap = true};
 	struct srdma_registry r = {.fd = -1};
-	struct table ctxs, keys;
 	struct ctx_view *v;
-	size_t n, i, ndead = 0, nerr;
+	size_t n, i;
 	char dir[256];
 	int ret;
 
@@ -847,52 +1010,12 @@ static int cmd_status(int argc, char **argv)
 	if (!v)
 		die_nomem();
 	n = collect_contexts(&r, dir, v);
-	if (!n) {
-		printf("no softrdma contexts (SRDMA_DIR %s)\n", dir);
-		goto out;
-	}
-
-	table_init(&ctxs, ctx_heads, o.all ? CC_NCOLS : CC_SLOTS);
-	table_init(&keys, key_heads, o.all ? KC_NCOLS : KC_SLOT);
-	for (i = 0; i < n; i++) {
-		ctx_row(&ctxs, &v[i], &o);
-		if (!v[i].map_err)
-			key_rows(&keys, dir, &v[i], &o);
-		ndead += !v[i].alive;
-	}
-	if (o.all)
-		printf("SRDMA_DIR %s\n\n", dir);
-	table_print(&ctxs);
-	putchar('\n');
-	if (keys.nrows)
-		table_print(&keys);
+	if (n)
+		print_contexts(dir, v, n, &o);
 	else
-		puts("no memory regions or windows");
-	table_fini(&keys);
-	table_fini(&ctxs);
-	if (o.all)
-		print_access_records(v, n);
+		printf("no softrdma contexts (SRDMA_DIR %s)\n", dir);
+	reclaim_dead(&r, dir, v, n, &o);
 
-	for (i = 0, nerr = 0; i < n; i++)
-		if (v[i].map_err && (v[i].alive || v[i].map_err != -ENOENT))
-			printf("%slid %u pid %d: segment %s: %s\n",
-			       nerr++ ? "" : "\n", v[i].lid, v[i].pid,
-			       v[i].seg_name, seg_err_str(v[i].map_err));
-	for (i = 0, nerr = 0; i < n; i++)
-		if (v[i].zombie)
-			printf("%spid %d has exited, but its parent has not "
-			       "waited for it (zombie): lid %u stays taken "
-			       "until it does\n",
-			       nerr++ ? "" : "\n", v[i].pid, v[i].lid);
-	if (ndead) {
-		putchar('\n');
-		if (o.reap)
-			reap_dead(&r, dir, v, n);
-		else
-			printf("%zu dead context(s) not reaped (--no-reap)\n",
-			       ndead);
-	}
-out:
 	for (i = 0; i < n; i++)
 		srdma_peer_seg_unmap(&v[i].ps);
 	free(v);

@@ -204,14 +204,20 @@ void srdma_key_write_end(struct srdma_shm_key *e)
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-void srdma_key_snapshot(struct srdma_shm_key *e, struct srdma_key_snap *s)
+/* A writer holds seq odd for a few stores; a writer that died mid-update
+ * leaves it odd forever, so readers give up after this many tries. */
+#define SNAPSHOT_TRIES (1u << 22)
+
+bool srdma_key_snapshot(struct srdma_shm_key *e, struct srdma_key_snap *s)
 {
-	for (;;) {
+	unsigned int tries;
+
+	for (tries = 0; tries < SNAPSHOT_TRIES; tries++) {
 		uint32_t seq = atomic_load_explicit(&e->seq,
 						    memory_order_acquire);
 
 		if (seq & 1) {
-			__builtin_ia32_pause();
+			cpu_relax();
 			continue;
 		}
 		s->key = atomic_load_explicit(&e->key, memory_order_relaxed);
@@ -230,9 +236,12 @@ void srdma_key_snapshot(struct srdma_shm_key *e, struct srdma_key_snap *s)
 		if (atomic_load_explicit(&e->seq, memory_order_relaxed) ==
 		    seq) {
 			s->seq = seq;
-			return;
+			return true;
 		}
 	}
+	srdma_warn("key entry %p stays torn (writer died mid-update?)",
+		   (void *)e);
+	return false;
 }
 
 /* True if [addr, addr + len) lies inside [base, base + size); never wraps. */
@@ -270,7 +279,8 @@ int srdma_key_check(const struct srdma_key_view *v, uint32_t key,
 	if (s == UINT32_MAX)
 		return SRDMA_KCHK_NOKEY;
 	*slot = s;
-	srdma_key_snapshot(&v->ent[s], snap);
+	if (!srdma_key_snapshot(&v->ent[s], snap))
+		return SRDMA_KCHK_NOKEY;
 	return check_snap(snap, key, kinds, pd, access, addr, len);
 }
 
@@ -338,7 +348,7 @@ void srdma_key_drain(struct srdma_key_table *kt, uint32_t slot,
 	/* seq_cst: pairs with the accessor's inflight increment. */
 	while (atomic_load(&e->inflight)) {
 		if (++spins < 1000) {
-			__builtin_ia32_pause();
+			cpu_relax();
 			continue;
 		}
 		nanosleep(&ts, NULL);

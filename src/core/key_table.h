@@ -109,10 +109,12 @@ void srdma_key_write_begin(struct srdma_shm_key *e);
 void srdma_key_write_end(struct srdma_shm_key *e);
 
 /**
- * srdma_key_snapshot() - consistent copy of @e. Lock-free, never blocks
- * for long (retries while the owner is mid-write).
+ * srdma_key_snapshot() - consistent copy of @e. Lock-free; retries while
+ * the owner is mid-write.
+ * Return: true, or false if the entry stayed torn (its writer died during
+ * an update): callers treat that as an unknown key.
  */
-void srdma_key_snapshot(struct srdma_shm_key *e, struct srdma_key_snap *s);
+bool srdma_key_snapshot(struct srdma_shm_key *e, struct srdma_key_snap *s);
 
 /**
  * srdma_key_check() - THE key check (architecture principle 3).

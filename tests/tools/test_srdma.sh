@@ -11,7 +11,8 @@
 #            with its key, range, length and access; a clean close removes
 #            the context; after SIGKILL the context is shown dead, left
 #            alone with --no-reap, then reaped: registry entry and segment
-#            file gone.
+#            file gone; a segment file no registry entry names is removed
+#            once its owner is dead.
 #
 # Usage: test_srdma.sh SRDMA_EXE MR_HOLDER_EXE (CTest passes both and sets
 # SRDMA_DIR to a directory of this test's own).
@@ -220,6 +221,25 @@ out=$("$SRDMA" status)
 check "the next status no longer lists pid $pid" \
 	bash -c '! grep -Eq "^ *[0-9]+ +$0 " <<<"$1"' "$pid" "$out"
 if [ "$failed" -ne 0 ]; then diag <<<"$out"; fi
+
+# ---- orphaned segment files ----------------------------------------------
+# A process that dies inside ibv_open_device after creating its segment but
+# before publishing it leaves a file no registry entry names.
+true &
+deadpid=$!
+wait "$deadpid"
+truncate -s 8192 "$SRDMA_DIR/ctx.7.$deadpid"
+truncate -s 8192 "$SRDMA_DIR/ctx.8.$$"	# owner alive: mid-attach, keep
+out=$("$SRDMA" status --no-reap)
+check "status --no-reap lists an orphaned segment of a dead pid" \
+	grep -q "orphaned segment ctx.7.$deadpid .*not removed" <<<"$out"
+check "... and leaves it" test -e "$SRDMA_DIR/ctx.7.$deadpid"
+out=$("$SRDMA" status)
+check "status removes the orphaned segment" \
+	grep -q "removed orphaned segment ctx.7.$deadpid " <<<"$out"
+check "... whose file is gone" test ! -e "$SRDMA_DIR/ctx.7.$deadpid"
+check "... but keeps one whose pid is alive" test -e "$SRDMA_DIR/ctx.8.$$"
+rm -f "$SRDMA_DIR/ctx.8.$$"
 
 echo "1..$ntest"
 [ "$failed" -eq 0 ]

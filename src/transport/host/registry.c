@@ -53,7 +53,8 @@ int srdma_host_dir(char *buf, size_t len)
 	return 0;
 }
 
-uint64_t srdma_proc_start_time(pid_t pid)
+/* Start time of @pid, 0 if absent; *@state gets the stat state letter. */
+static uint64_t proc_stat(pid_t pid, char *state)
 {
 	char path[64], buf[1024];
 	unsigned long long start = 0;
@@ -75,6 +76,8 @@ uint64_t srdma_proc_start_time(pid_t pid)
 	if (!p)
 		return 0;
 	/* p[2] is field 3 (state); start time is field 22. */
+	if (state)
+		*state = p[1] && p[2] ? p[2] : '?';
 	for (field = 2; *p && field < 22; p++)
 		if (*p == ' ')
 			field++;
@@ -83,13 +86,24 @@ uint64_t srdma_proc_start_time(pid_t pid)
 	return start ? start : 1;
 }
 
+uint64_t srdma_proc_start_time(pid_t pid)
+{
+	return proc_stat(pid, NULL);
+}
+
 bool srdma_proc_alive(pid_t pid, uint64_t start_time)
 {
+	char state = '?';
+
 	if (pid <= 0)
 		return false;
 	if (kill(pid, 0) && errno == ESRCH)
 		return false;
-	return srdma_proc_start_time(pid) == start_time;
+	if (proc_stat(pid, &state) != start_time)
+		return false;
+	/* A zombie (or dying) process will never release anything: where
+	 * nobody reaps children quickly (containers) it can linger. */
+	return state != 'Z' && state != 'X' && state != 'x';
 }
 
 int srdma_registry_lock(struct srdma_registry *r, bool exclusive)
@@ -231,8 +245,10 @@ int srdma_registry_reap(struct srdma_registry *r, const char *dir)
 		struct srdma_peer_seg ps;
 		char path[320];
 
-		if (atomic_load_explicit(&e->state, memory_order_acquire) !=
-		    SRDMA_REG_LIVE)
+		uint32_t st = atomic_load_explicit(&e->state,
+						   memory_order_acquire);
+
+		if (st != SRDMA_REG_LIVE && st != SRDMA_REG_CLAIMED)
 			continue;
 		if (srdma_proc_alive(e->pid, e->start_time))
 			continue;

@@ -65,6 +65,10 @@ static int claim_entry(struct srdma_host_ctx *h, const char *dev_name)
 			 idx + 1, (int)h->pid);
 		snprintf(e->dev_name, sizeof(e->dev_name), "%s", dev_name);
 		e->open_time = (uint64_t)time(NULL);
+		/* Taken now, under the lock: no other opener can claim it,
+		 * and a reaper frees it if we die before publishing. */
+		atomic_store_explicit(&e->state, SRDMA_REG_CLAIMED,
+				      memory_order_release);
 		h->reg_index = (int)idx;
 		h->lid = idx + 1;
 		memcpy(h->seg_name, e->seg_name, sizeof(h->seg_name));

@@ -39,7 +39,8 @@
 /* Registry entry states. */
 enum {
 	SRDMA_REG_FREE = 0,
-	SRDMA_REG_LIVE = 1,
+	SRDMA_REG_LIVE = 1,	/* published: peers may resolve it */
+	SRDMA_REG_CLAIMED = 2,	/* taken, segment being built */
 };
 
 struct srdma_reg_hdr {

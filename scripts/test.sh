@@ -1,0 +1,14 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# test.sh - README command 2: (re)build and run every default test with
+# CTest: unit, functional, ABI, real clients and rdma-core's own suite.
+# Benchmarks (label "bench") and the suites that later work will turn on
+# (label "conformance-full") are excluded; run them with
+#   ctest --test-dir build -L bench   (or -L conformance-full)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build -DSRDMA_WERROR=ON >/dev/null
+cmake --build build -j"$(nproc)"
+exec ctest --test-dir build -LE 'bench|conformance-full' \
+	--output-on-failure -j2 --timeout 600
