@@ -39,7 +39,7 @@
 #define IBV_ACCESS_FLUSH_PERSISTENT (1 << 9)
 #endif
 /* device_cap_flags_ex bits of newer rdma-core (IB_UVERBS_DEVICE_FLUSH_*). */
-#define FU_DEVICE_FLUSH_GLOBAL (1ULL << 38)
+#define FU_DEVICE_FLUSH_GLOBAL	   (1ULL << 38)
 #define FU_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
 
 #define FU_KEY_INDEX(k) ((uint32_t)(k) >> 8)
@@ -92,17 +92,28 @@ static inline const char *fu_errname(int e)
 	static char buf[64];
 
 	switch (e) {
-	case 0: return "0";
-	case EINVAL: return "EINVAL";
-	case EFAULT: return "EFAULT";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EBUSY: return "EBUSY";
-	case EACCES: return "EACCES";
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case ENOMEM: return "ENOMEM";
-	case EAGAIN: return "EAGAIN";
-	case EBADF: return "EBADF";
+	case 0:
+		return "0";
+	case EINVAL:
+		return "EINVAL";
+	case EFAULT:
+		return "EFAULT";
+	case EOPNOTSUPP:
+		return "EOPNOTSUPP";
+	case EBUSY:
+		return "EBUSY";
+	case EACCES:
+		return "EACCES";
+	case EPERM:
+		return "EPERM";
+	case ENOENT:
+		return "ENOENT";
+	case ENOMEM:
+		return "ENOMEM";
+	case EAGAIN:
+		return "EAGAIN";
+	case EBADF:
+		return "EBADF";
 	default:
 		snprintf(buf, sizeof(buf), "errno %d (%s)", e, strerror(e));
 		return buf;
@@ -135,34 +146,55 @@ static inline void *fu_map(size_t len, int prot)
 }
 
 /*
- * A range that is certainly unmapped and far from where mmap() places new
- * mappings, so the library's own allocations cannot land in it. Each call
+ * A range that is certainly unmapped, and stays so for the test. The kernel
+ * picks a large gap (so this works under ASan/TSan layouts too); ranges are
+ * handed out from its bottom, while new mappings are placed top-down from
+ * its top, so the library's own allocations do not land in them. Each call
  * returns a different range, so two of them never overlap.
  */
 static inline void *fu_unmapped(size_t len)
 {
-	static unsigned int next;
-	unsigned int tries;
+	static const size_t span = (size_t)1 << 32;
+	static char *base;
+	static size_t used;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	int tries;
 
-	for (tries = 0; tries < 64; tries++) {
-		uintptr_t cand = 0x100000000000ULL +
-				 (uintptr_t)(next++ % 256) * 0x10000000ULL;
-		void *p = mmap((void *)cand, len, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS |
-				       MAP_FIXED_NOREPLACE,
-			       -1, 0);
+	len = (len + pg - 1) / pg * pg;
+	for (tries = 0; tries < 8; tries++) {
+		char *p;
+		void *q;
 
-		if (p == MAP_FAILED)
+		if (!base || used + len + pg > span / 4) {
+			void *r = mmap(NULL, span, PROT_NONE,
+				       MAP_PRIVATE | MAP_ANONYMOUS |
+					       MAP_NORESERVE,
+				       -1, 0);
+
+			assert_true(r != MAP_FAILED);
+			munmap(r, span);
+			base = r;
+			used = 0;
+		}
+		p = base + used;
+		used += len + pg; /* a guard page between ranges */
+		q = mmap(p, len, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+			 0);
+		if (q == MAP_FAILED) {
+			base = NULL;
 			continue;
-		munmap(p, len);
-		if (p == (void *)cand)
+		}
+		munmap(q, len);
+		if (q == p)
 			return p;
+		base = NULL;
 	}
 	fail_msg("no unmapped range found");
 	return NULL;
 }
 
-/* Three pages at a fixed far address with the middle one unmapped. */
+/* Three pages in an unmapped area, the middle one unmapped again. */
 static inline void *fu_map_with_hole(void)
 {
 	size_t pg = fu_page();
@@ -201,7 +233,9 @@ enum fu_entry {
 };
 
 static const char *const fu_entry_name[FU_N_ENTRY] = {
-	"ibv_reg_mr", "ibv_reg_mr_iova", "ibv_reg_mr_iova2",
+	"ibv_reg_mr",
+	"ibv_reg_mr_iova",
+	"ibv_reg_mr_iova2",
 	"ibv_reg_mr macro (variable access)",
 };
 
@@ -308,10 +342,10 @@ static inline void fu_expect_reg_ok_at(const char *file, int line,
 				  "addr %p len %#zx lkey %#x rkey %#x; want "
 				  "ctx %p pd %p addr %p len %#zx lkey==rkey "
 				  "index!=0",
-				  fu_entry_name[e], access,
-				  (void *)mr->context, (void *)mr->pd, mr->addr,
-				  mr->length, mr->lkey, mr->rkey,
-				  (void *)pd->context, (void *)pd, addr, len);
+				  fu_entry_name[e], access, (void *)mr->context,
+				  (void *)mr->pd, mr->addr, mr->length,
+				  mr->lkey, mr->rkey, (void *)pd->context,
+				  (void *)pd, addr, len);
 		ret = ibv_dereg_mr(mr);
 		if (ret)
 			fu_report(file, line, "%s(access %#x): dereg gave %s",

@@ -12,8 +12,8 @@
  */
 #include "func_util.h"
 
-#define PREFETCH IBV_ADVISE_MR_ADVICE_PREFETCH
-#define PREFETCH_WRITE IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE
+#define PREFETCH	  IBV_ADVISE_MR_ADVICE_PREFETCH
+#define PREFETCH_WRITE	  IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE
 #define PREFETCH_NO_FAULT IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
 
 struct odp_fixture {
@@ -51,19 +51,19 @@ static int odp_teardown(void **state)
 static struct ibv_sge sge(void *addr, uint32_t len, uint32_t lkey)
 {
 	struct ibv_sge s = {
-		.addr = (uintptr_t)addr, .length = len, .lkey = lkey
-	};
+		.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
 
 	return s;
 }
 
 #define expect_advise(advice, flags, sgl, n, want)                             \
 	do {                                                                   \
-		int r_ = ibv_advise_mr(fu.pd, advice, flags, sgl, n);         \
-		fu_expect(r_ == (want), "ibv_advise_mr(%s, flags %#x, n %u) "  \
-			  "gave %s, want %s", #advice, (unsigned int)(flags),  \
-			  (unsigned int)(n), fu_errname(r_),                   \
-			  fu_errname(want));                                   \
+		int r_ = ibv_advise_mr(fu.pd, advice, flags, sgl, n);          \
+		fu_expect(r_ == (want),                                        \
+			  "ibv_advise_mr(%s, flags %#x, n %u) "                \
+			  "gave %s, want %s",                                  \
+			  #advice, (unsigned int)(flags), (unsigned int)(n),   \
+			  fu_errname(r_), fu_errname(want));                   \
 	} while (0)
 
 static void test_advise_mr_odp_prefetch_succeeds(void **state)
@@ -170,10 +170,10 @@ static void test_advise_mr_range_outside_mr_efault(void **state)
 	fu_done();
 }
 
-static void test_advise_mr_prefetch_write_without_write_access_eperm(
-	void **state)
+static void
+test_advise_mr_prefetch_write_without_write_access_eperm(void **state)
 {
-	static const int acc[] = { 0, IBV_ACCESS_REMOTE_READ };
+	static const int acc[] = {0, IBV_ACCESS_REMOTE_READ};
 	size_t i;
 
 	for (i = 0; i < sizeof(acc) / sizeof(acc[0]); i++) {
@@ -193,8 +193,8 @@ static void test_advise_mr_prefetch_write_without_write_access_eperm(
 
 static void test_advise_mr_non_odp_mr_enoent(void **state)
 {
-	struct ibv_mr *mr = ibv_reg_mr(fu.pd, of.buf, of.len,
-				       IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mr =
+		ibv_reg_mr(fu.pd, of.buf, of.len, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_sge s;
 
 	assert_non_null(mr);
@@ -229,7 +229,8 @@ int main(void)
 		ODP_TEST(test_advise_mr_mw_key_einval),
 		ODP_TEST(test_advise_mr_invalid_lkey_efault),
 		ODP_TEST(test_advise_mr_range_outside_mr_efault),
-		ODP_TEST(test_advise_mr_prefetch_write_without_write_access_eperm),
+		ODP_TEST(
+			test_advise_mr_prefetch_write_without_write_access_eperm),
 		ODP_TEST(test_advise_mr_non_odp_mr_enoent),
 		ODP_TEST(test_advise_mr_unknown_advice_eopnotsupp),
 	};

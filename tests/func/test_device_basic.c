@@ -48,8 +48,8 @@ static void test_device_basic_open_close(void **state)
 		assert_non_null(ctx);
 		fu_expect(ctx->device == list[i], "ctx->device %p, want %p",
 			  (void *)ctx->device, (void *)list[i]);
-		fu_expect(ctx->num_comp_vectors >= 1,
-			  "num_comp_vectors %d", ctx->num_comp_vectors);
+		fu_expect(ctx->num_comp_vectors >= 1, "num_comp_vectors %d",
+			  ctx->num_comp_vectors);
 		fu_expect(ctx->async_fd >= 0, "async_fd %d", ctx->async_fd);
 		assert_int_equal(ibv_close_device(ctx), 0);
 	}
@@ -79,24 +79,24 @@ static void test_device_basic_query_device_sane(void **state)
 	fu_expect(a.max_mr > 0, "max_mr %d", a.max_mr);
 	fu_expect(a.max_mw > 0, "max_mw %d", a.max_mw);
 	fu_expect(a.max_pd > 0, "max_pd %d", a.max_pd);
-	fu_expect(a.max_mr_size == UINT64_MAX, "max_mr_size %#" PRIx64
-		  ", want UINT64_MAX", a.max_mr_size);
-	fu_expect(a.page_size_cap == want_cap, "page_size_cap %#" PRIx64
-		  ", want %#" PRIx64, a.page_size_cap, want_cap);
+	fu_expect(a.max_mr_size == UINT64_MAX,
+		  "max_mr_size %#" PRIx64 ", want UINT64_MAX", a.max_mr_size);
+	fu_expect(a.page_size_cap == want_cap,
+		  "page_size_cap %#" PRIx64 ", want %#" PRIx64, a.page_size_cap,
+		  want_cap);
 	fu_expect(a.atomic_cap == IBV_ATOMIC_HCA ||
 			  a.atomic_cap == IBV_ATOMIC_GLOB,
 		  "atomic_cap %d, want HCA or GLOB", a.atomic_cap);
 	fu_expect(a.max_fmr > 0, "max_fmr %d (relaxed pool)", a.max_fmr);
 	fu_expect(a.max_map_per_fmr > 0, "max_map_per_fmr %d",
 		  a.max_map_per_fmr);
-	fu_expect((a.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
-			  (a.device_cap_flags &
-			   IBV_DEVICE_MEM_WINDOW_TYPE_2B) &&
-			  (a.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS),
-		  "device_cap_flags %#x lack MEM_WINDOW/TYPE_2B/MEM_MGT",
-		  a.device_cap_flags);
-	fu_expect(a.phys_port_cnt == 1, "phys_port_cnt %u",
-		  a.phys_port_cnt);
+	fu_expect(
+		(a.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+			(a.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) &&
+			(a.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS),
+		"device_cap_flags %#x lack MEM_WINDOW/TYPE_2B/MEM_MGT",
+		a.device_cap_flags);
+	fu_expect(a.phys_port_cnt == 1, "phys_port_cnt %u", a.phys_port_cnt);
 	fu_done();
 }
 

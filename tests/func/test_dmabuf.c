@@ -25,8 +25,7 @@
 		struct ibv_mr *m_;                                             \
 		int e_;                                                        \
 		errno = 0;                                                     \
-		m_ = ibv_reg_dmabuf_mr(pd, off, len, iova, fd,                 \
-				       (int)(access));                         \
+		m_ = ibv_reg_dmabuf_mr(pd, off, len, iova, fd, (int)(access)); \
 		e_ = errno;                                                    \
 		fu_expect(!m_ && e_ == (want),                                 \
 			  "reg_dmabuf_mr(off %#" PRIx64 " len %#zx iova "      \
@@ -46,8 +45,15 @@ static const unsigned int rejected_flags[] = {
 	IBV_ACCESS_HUGETLB,
 	IBV_ACCESS_FLUSH_GLOBAL,
 	IBV_ACCESS_FLUSH_PERSISTENT,
-	1u << 21, 1u << 22, 1u << 25, 1u << 29,
-	1u << 10, 1u << 15, 1u << 19, 1u << 30, 1u << 31,
+	1u << 21,
+	1u << 22,
+	1u << 25,
+	1u << 29,
+	1u << 10,
+	1u << 15,
+	1u << 19,
+	1u << 30,
+	1u << 31,
 };
 #define N_REJECTED (sizeof(rejected_flags) / sizeof(rejected_flags[0]))
 
@@ -128,8 +134,7 @@ static void test_dmabuf_bad_geometry_einval(void **state)
 	expect_dmabuf_err(fu.pd, 1ULL << 63, 1ULL << 63, 0, -1, 0, EINVAL);
 	/* PD */
 	expect_dmabuf_err(NULL, 0, fu.pg, 0, -1, LW, EINVAL);
-	expect_dmabuf_err(fu_fake_object(fu.ctx), 0, fu.pg, 0, -1, LW,
-			  EINVAL);
+	expect_dmabuf_err(fu_fake_object(fu.ctx), 0, fu.pg, 0, -1, LW, EINVAL);
 	fu_done();
 }
 
@@ -149,8 +154,8 @@ static void test_dmabuf_real_heap_buffer_registers(void **state)
 		close(heap);
 		skip();
 	}
-	mr = ibv_reg_dmabuf_mr(fu.pd, fu.pg, 2 * fu.pg, 0x10000,
-			       (int)alloc.fd, LW | RW | RR);
+	mr = ibv_reg_dmabuf_mr(fu.pd, fu.pg, 2 * fu.pg, 0x10000, (int)alloc.fd,
+			       LW | RW | RR);
 	fu_expect(mr != NULL || errno == EOPNOTSUPP,
 		  "real dma-buf registration: %s", fu_errname(errno));
 	if (mr) {

@@ -10,6 +10,8 @@
  * that the flag whitelist still applies to an acceptable fd. Kept apart
  * from test_dmabuf.c so each process sees one configuration.
  */
+#include <fcntl.h>
+
 #include "func_util.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
@@ -35,7 +37,8 @@ static int memfd_teardown(void **state)
 	return fu_teardown(state);
 }
 
-#define MFD_TEST(t) cmocka_unit_test_setup_teardown(t, memfd_setup, memfd_teardown)
+#define MFD_TEST(t)                                                            \
+	cmocka_unit_test_setup_teardown(t, memfd_setup, memfd_teardown)
 
 #define expect_dmabuf_ok(off, len, iova, access)                               \
 	do {                                                                   \
@@ -49,11 +52,13 @@ static int memfd_teardown(void **state)
 			  (uint64_t)(off), (size_t)(len), (uint64_t)(iova),    \
 			  (unsigned int)(access), fu_errname(errno));          \
 		if (m_) {                                                      \
-			fu_expect(m_->addr == (void *)(uintptr_t)(off) &&      \
-					  m_->length == (size_t)(len),         \
-				  "dma-buf mr addr %p len %#zx, want %#" PRIx64 \
-				  " %#zx", m_->addr, m_->length,               \
-				  (uint64_t)(off), (size_t)(len));             \
+			fu_expect(                                             \
+				m_->addr == (void *)(uintptr_t)(off) &&        \
+					m_->length == (size_t)(len),           \
+				"dma-buf mr addr %p len %#zx, want %#" PRIx64  \
+				" %#zx",                                       \
+				m_->addr, m_->length, (uint64_t)(off),         \
+				(size_t)(len));                                \
 			fu_expect(m_->pd == fu.pd && m_->context == fu.ctx,    \
 				  "dma-buf mr pd/context not filled");         \
 			fu_expect(m_->lkey == m_->rkey &&                      \
@@ -95,7 +100,12 @@ static void test_dmabuf_memfd_accepted_with_test_aid(void **state)
 static void test_dmabuf_memfd_whitelisted_flags_accepted(void **state)
 {
 	static const unsigned int good[] = {
-		0, LW, RR, LW | RW, LW | RA, LW | RW | RR | RA,
+		0,
+		LW,
+		RR,
+		LW | RW,
+		LW | RA,
+		LW | RW | RR | RA,
 		IBV_ACCESS_RELAXED_ORDERING,
 		IBV_ACCESS_RELAXED_ORDERING | LW | RW,
 	};
@@ -109,10 +119,20 @@ static void test_dmabuf_memfd_whitelisted_flags_accepted(void **state)
 static void test_dmabuf_memfd_other_flags_einval(void **state)
 {
 	static const unsigned int bad[] = {
-		IBV_ACCESS_MW_BIND, IBV_ACCESS_ZERO_BASED, IBV_ACCESS_ON_DEMAND,
-		IBV_ACCESS_HUGETLB, IBV_ACCESS_FLUSH_GLOBAL,
-		IBV_ACCESS_FLUSH_PERSISTENT, 1u << 21, 1u << 24, 1u << 29,
-		1u << 12, 1u << 30, 1u << 31, RW, RA,
+		IBV_ACCESS_MW_BIND,
+		IBV_ACCESS_ZERO_BASED,
+		IBV_ACCESS_ON_DEMAND,
+		IBV_ACCESS_HUGETLB,
+		IBV_ACCESS_FLUSH_GLOBAL,
+		IBV_ACCESS_FLUSH_PERSISTENT,
+		1u << 21,
+		1u << 24,
+		1u << 29,
+		1u << 12,
+		1u << 30,
+		1u << 31,
+		RW,
+		RA,
 	};
 	size_t i;
 
@@ -169,13 +189,40 @@ static void test_dmabuf_memfd_mr_pins_pd_and_has_own_key(void **state)
 	assert_non_null(dmr);
 	assert_non_null(mr);
 	fu_expect(FU_KEY_INDEX(dmr->lkey) != FU_KEY_INDEX(mr->lkey),
-		  "dma-buf and plain MR share key index (%#x, %#x)",
-		  dmr->lkey, mr->lkey);
+		  "dma-buf and plain MR share key index (%#x, %#x)", dmr->lkey,
+		  mr->lkey);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	fu_expect_int(ibv_dealloc_pd(pd), EBUSY, "dealloc PD with dma-buf MR");
 	fu_expect_int(ibv_dereg_mr(dmr), 0, "dereg dma-buf MR");
 	fu_expect_int(ibv_dealloc_pd(pd), 0, "dealloc PD after dereg");
 	munmap(buf, fu.pg);
+	fu_done();
+}
+
+/*
+ * Spec 2.8 step 4: without write-type access the buffer is mapped
+ * read-only, so a write-sealed memfd registers for reading.
+ */
+static void test_dmabuf_memfd_read_only_access_on_sealed_memfd(void **state)
+{
+	int fd = memfd_create("srdma-sealed", MFD_ALLOW_SEALING);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)(2 * fu.pg)), 0);
+	assert_int_equal(fcntl(fd, F_ADD_SEALS,
+			       F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW),
+			 0);
+	{
+		int saved = mfd;
+
+		mfd = fd;
+		expect_dmabuf_ok(0, 2 * fu.pg, 0, 0);
+		expect_dmabuf_ok(0, fu.pg, 0, RR);
+		expect_dmabuf_ok(fu.pg, fu.pg, 0,
+				 RR | IBV_ACCESS_RELAXED_ORDERING);
+		mfd = saved;
+	}
+	close(fd);
 	fu_done();
 }
 
@@ -189,6 +236,7 @@ int main(void)
 		MFD_TEST(test_dmabuf_memfd_geometry_checks_still_apply),
 		MFD_TEST(test_dmabuf_memfd_non_memfd_still_einval),
 		MFD_TEST(test_dmabuf_memfd_mr_pins_pd_and_has_own_key),
+		MFD_TEST(test_dmabuf_memfd_read_only_access_on_sealed_memfd),
 	};
 
 	/* before any device is opened */

@@ -42,7 +42,7 @@ static void test_mw_alloc_type1_and_type2(void **state)
 
 static void test_mw_alloc_bad_type_fails(void **state)
 {
-	static const int bad[] = { 0, 3, 4, 255, -1 };
+	static const int bad[] = {0, 3, 4, 255, -1};
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -50,7 +50,8 @@ static void test_mw_alloc_bad_type_fails(void **state)
 
 		errno = 0;
 		mw = ibv_alloc_mw(fu.pd, (enum ibv_mw_type)bad[i]);
-		fu_expect(mw == NULL && (errno == EINVAL || errno == EOPNOTSUPP),
+		fu_expect(mw == NULL &&
+				  (errno == EINVAL || errno == EOPNOTSUPP),
 			  "ibv_alloc_mw(type %d): %s, want EINVAL", bad[i],
 			  mw ? "succeeded" : fu_errname(errno));
 		if (mw)
@@ -93,11 +94,10 @@ static void test_mw_keys_distinct_from_mr_keys(void **state)
 	int i, dup = 0;
 
 	for (i = 0; i < N; i++) {
-		mw[i] = ibv_alloc_mw(fu.pd, i & 1 ? IBV_MW_TYPE_1 :
-						    IBV_MW_TYPE_2);
+		mw[i] = ibv_alloc_mw(fu.pd,
+				     i & 1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
 		mr[i] = ibv_reg_mr(fu.pd, buf, fu.pg,
-				   IBV_ACCESS_LOCAL_WRITE |
-					   IBV_ACCESS_MW_BIND);
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 		assert_non_null(mw[i]);
 		assert_non_null(mr[i]);
 		idx[2 * i] = FU_KEY_INDEX(mw[i]->rkey);
@@ -136,9 +136,8 @@ static void test_mw_stale_key_not_reissued(void **state)
 static void test_mw_unbound_mw_does_not_pin_mr(void **state)
 {
 	char *buf = fu_map(fu.pg, PROT_READ | PROT_WRITE);
-	struct ibv_mr *mr = ibv_reg_mr(fu.pd, buf, fu.pg,
-				       IBV_ACCESS_LOCAL_WRITE |
-					       IBV_ACCESS_MW_BIND);
+	struct ibv_mr *mr = ibv_reg_mr(
+		fu.pd, buf, fu.pg, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	struct ibv_mw *mw = ibv_alloc_mw(fu.pd, IBV_MW_TYPE_1);
 
 	assert_non_null(mr);

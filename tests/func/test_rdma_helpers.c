@@ -23,9 +23,9 @@ static const struct {
 	const char *name;
 	reg_helper_fn fn;
 } helpers[] = {
-	{ "rdma_reg_msgs", rdma_reg_msgs },
-	{ "rdma_reg_read", rdma_reg_read },
-	{ "rdma_reg_write", rdma_reg_write },
+	{"rdma_reg_msgs", rdma_reg_msgs},
+	{"rdma_reg_read", rdma_reg_read},
+	{"rdma_reg_write", rdma_reg_write},
 };
 #define N_HELPERS (sizeof(helpers) / sizeof(helpers[0]))
 
@@ -78,7 +78,8 @@ static void test_rdma_helpers_need_writable_memory(void **state)
 		mr = helpers[i].fn(&id, ro, fu.pg);
 		fu_expect(!mr && errno == EFAULT,
 			  "%s on read-only memory: %s, want EFAULT",
-			  helpers[i].name, mr ? "succeeded" : fu_errname(errno));
+			  helpers[i].name,
+			  mr ? "succeeded" : fu_errname(errno));
 		if (mr)
 			rdma_dereg_mr(mr);
 	}
@@ -94,8 +95,7 @@ static void expect_helper_err(size_t i, struct rdma_cm_id *id, void *addr,
 	errno = 0;
 	mr = helpers[i].fn(id, addr, len);
 	fu_expect(!mr && errno == want, "%s %s: %s, want %s", helpers[i].name,
-		  what, mr ? "succeeded" : fu_errname(errno),
-		  fu_errname(want));
+		  what, mr ? "succeeded" : fu_errname(errno), fu_errname(want));
 	if (mr)
 		rdma_dereg_mr(mr);
 }
@@ -131,7 +131,8 @@ static void test_rdma_helpers_null_pd_einval(void **state)
 		mr = helpers[i].fn(&id, buf, fu.pg);
 		fu_expect(!mr && errno == EINVAL,
 			  "%s with id->pd NULL: %s, want EINVAL",
-			  helpers[i].name, mr ? "succeeded" : fu_errname(errno));
+			  helpers[i].name,
+			  mr ? "succeeded" : fu_errname(errno));
 		if (mr)
 			rdma_dereg_mr(mr);
 	}
@@ -155,7 +156,7 @@ static void test_rdma_helpers_dereg_error_sets_errno(void **state)
 static void test_rdma_helpers_bound_id_has_default_pd(void **state)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin = {.sin_family = AF_INET};
 	struct rdma_cm_id *id = NULL;
 	char *buf = fu_map(fu.pg, PROT_READ | PROT_WRITE);
 	struct ibv_mr *mr;

@@ -13,24 +13,26 @@
  */
 #include <dirent.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <sys/wait.h>
 
 #include "func_util.h"
 
-#define LW IBV_ACCESS_LOCAL_WRITE
-#define RW IBV_ACCESS_REMOTE_WRITE
-#define RR IBV_ACCESS_REMOTE_READ
-#define RA IBV_ACCESS_REMOTE_ATOMIC
-#define MWB IBV_ACCESS_MW_BIND
-#define ZB IBV_ACCESS_ZERO_BASED
-#define ODP IBV_ACCESS_ON_DEMAND
-#define HUGE IBV_ACCESS_HUGETLB
-#define RO IBV_ACCESS_RELAXED_ORDERING
+#define LW	IBV_ACCESS_LOCAL_WRITE
+#define RW	IBV_ACCESS_REMOTE_WRITE
+#define RR	IBV_ACCESS_REMOTE_READ
+#define RA	IBV_ACCESS_REMOTE_ATOMIC
+#define MWB	IBV_ACCESS_MW_BIND
+#define ZB	IBV_ACCESS_ZERO_BASED
+#define ODP	IBV_ACCESS_ON_DEMAND
+#define HUGE	IBV_ACCESS_HUGETLB
+#define RO	IBV_ACCESS_RELAXED_ORDERING
 #define FLUSH_G IBV_ACCESS_FLUSH_GLOBAL
 #define FLUSH_P IBV_ACCESS_FLUSH_PERSISTENT
 
 static const unsigned int undefined_bits[] = {
-	1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15, 1u << 16,
-	1u << 17, 1u << 18, 1u << 19, 1u << 30, 1u << 31,
+	1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15,
+	1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 30, 1u << 31,
 };
 #define N_UNDEFINED (sizeof(undefined_bits) / sizeof(undefined_bits[0]))
 
@@ -101,16 +103,15 @@ static void test_reg_mr_zero_based_keeps_user_addr(void **state)
 	char *buf = fu_map(fu.pg, PROT_READ | PROT_WRITE);
 	struct ibv_mr *mr;
 
-	mr = ibv_reg_mr(fu.pd, buf + 8, 64, IBV_ACCESS_ZERO_BASED |
-						    IBV_ACCESS_LOCAL_WRITE);
+	mr = ibv_reg_mr(fu.pd, buf + 8, 64,
+			IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE);
 	assert_non_null(mr);
 	fu_expect(mr->addr == buf + 8, "ZERO_BASED mr->addr %p, want %p",
 		  mr->addr, buf + 8);
 	fu_expect_int(mr->length, 64, "ZERO_BASED mr->length");
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 
-	mr = ibv_reg_mr_iova(fu.pd, buf, fu.pg, 0x5000,
-			     IBV_ACCESS_ZERO_BASED);
+	mr = ibv_reg_mr_iova(fu.pd, buf, fu.pg, 0x5000, IBV_ACCESS_ZERO_BASED);
 	assert_non_null(mr);
 	fu_expect(mr->addr == buf, "ZERO_BASED iova mr->addr %p, want %p",
 		  mr->addr, buf);
@@ -140,8 +141,8 @@ static void test_reg_mr_undefined_access_bits_einval(void **state)
 static void test_reg_mr_remote_write_or_atomic_needs_local_write(void **state)
 {
 	static const unsigned int bad[] = {
-		RW, RA, RW | RR, RA | RR, RW | RA, RW | MWB, RA | MWB,
-		RW | ZB, RA | RO, RW | ODP, RA | HUGE,
+		RW,	  RA,	   RW | RR, RA | RR,  RW | RA,	 RW | MWB,
+		RA | MWB, RW | ZB, RA | RO, RW | ODP, RA | HUGE,
 	};
 	char *buf = fu_map(fu.pg, PROT_READ | PROT_WRITE);
 	size_t i;
@@ -228,8 +229,8 @@ static void test_reg_mr_first_failing_check_sets_errno(void **state)
 	fu_expect_reg_err(fu.pd, gone + 0x10, 64, 0x20000, 0, EINVAL);
 	fu_expect_reg_err(fu.pd, ro + 0x10, 64, 0x20000, LW, EINVAL);
 	if (!flush)
-		fu_expect_reg_err(fu.pd, buf + 0x10, 64, 0x20000,
-				  FLUSH_G | LW, EINVAL);
+		fu_expect_reg_err(fu.pd, buf + 0x10, 64, 0x20000, FLUSH_G | LW,
+				  EINVAL);
 	/* 3 undefined bits / LW rule before capability */
 	if (!flush) {
 		fu_expect_reg_err(fu.pd, buf, fu.pg, (uintptr_t)buf,
@@ -243,16 +244,16 @@ static void test_reg_mr_first_failing_check_sets_errno(void **state)
 			  EINVAL);
 	/* 4 capability before shape, length, overflow, mapping */
 	if (!flush) {
-		fu_expect_reg_err(fu.pd, NULL, SIZE_MAX, 0x1000,
-				  ODP | FLUSH_G, EOPNOTSUPP);
+		fu_expect_reg_err(fu.pd, NULL, SIZE_MAX, 0x1000, ODP | FLUSH_G,
+				  EOPNOTSUPP);
 		fu_expect_reg_err(fu.pd, buf, 0, (uintptr_t)buf, FLUSH_G | LW,
 				  EOPNOTSUPP);
 		fu_expect_reg_err(fu.pd, wrap, fu.pg, (uintptr_t)wrap, FLUSH_G,
 				  EOPNOTSUPP);
-		fu_expect_reg_err(fu.pd, gone, fu.pg, (uintptr_t)gone,
-				  FLUSH_P, EOPNOTSUPP);
-		fu_expect_reg_err(fu.pd, ro, fu.pg, (uintptr_t)ro,
-				  FLUSH_P | LW, EOPNOTSUPP);
+		fu_expect_reg_err(fu.pd, gone, fu.pg, (uintptr_t)gone, FLUSH_P,
+				  EOPNOTSUPP);
+		fu_expect_reg_err(fu.pd, ro, fu.pg, (uintptr_t)ro, FLUSH_P | LW,
+				  EOPNOTSUPP);
 	}
 	/* 6 length and overflow before mapping */
 	fu_expect_reg_err(fu.pd, NULL, 0, 0, LW, EINVAL);
@@ -317,13 +318,11 @@ static void test_reg_mr_unmapped_range_efault(void **state)
 	fu_expect_reg_err(fu.pd, gone, fu.pg, (uintptr_t)gone, 0, EFAULT);
 	fu_expect_reg_err(fu.pd, gone + 8, 3 * fu.pg, (uintptr_t)gone + 8,
 			  LW | RW, EFAULT);
-	fu_expect_reg_err(fu.pd, gone, fu.pg, (uintptr_t)gone, RR | RO,
-			  EFAULT);
+	fu_expect_reg_err(fu.pd, gone, fu.pg, (uintptr_t)gone, RR | RO, EFAULT);
 	/* middle page missing */
-	fu_expect_reg_err(fu.pd, holed, 3 * fu.pg, (uintptr_t)holed, 0,
-			  EFAULT);
-	fu_expect_reg_err(fu.pd, holed + fu.pg - 1, 2, (uintptr_t)holed +
-			  fu.pg - 1, LW, EFAULT);
+	fu_expect_reg_err(fu.pd, holed, 3 * fu.pg, (uintptr_t)holed, 0, EFAULT);
+	fu_expect_reg_err(fu.pd, holed + fu.pg - 1, 2,
+			  (uintptr_t)holed + fu.pg - 1, LW, EFAULT);
 	fu_expect_reg_err(fu.pd, holed + 2 * fu.pg - 1, 2,
 			  (uintptr_t)holed + 2 * fu.pg - 1, RR, EFAULT);
 	/* the mapped parts on either side register */
@@ -349,10 +348,8 @@ static void test_reg_mr_read_only_memory_writable_access_efault(void **state)
 
 	/* "writable" = LW, RW, RA or MW_BIND */
 	fu_expect_reg_err(fu.pd, ro, 2 * fu.pg, (uintptr_t)ro, LW, EFAULT);
-	fu_expect_reg_err(fu.pd, ro, 2 * fu.pg, (uintptr_t)ro, LW | RW,
-			  EFAULT);
-	fu_expect_reg_err(fu.pd, ro, 2 * fu.pg, (uintptr_t)ro, LW | RA,
-			  EFAULT);
+	fu_expect_reg_err(fu.pd, ro, 2 * fu.pg, (uintptr_t)ro, LW | RW, EFAULT);
+	fu_expect_reg_err(fu.pd, ro, 2 * fu.pg, (uintptr_t)ro, LW | RA, EFAULT);
 	fu_expect_reg_err(fu.pd, ro, 2 * fu.pg, (uintptr_t)ro, MWB, EFAULT);
 	fu_expect_reg_err(fu.pd, ro + 1, 10, (uintptr_t)ro + 1, LW | ZB,
 			  EFAULT);
@@ -419,13 +416,11 @@ static void test_reg_mr_fields_filled(void **state)
 		  (void *)a->context, (void *)fu.ctx);
 	fu_expect(a->pd == fu.pd, "mr->pd %p, want %p", (void *)a->pd,
 		  (void *)fu.pd);
-	fu_expect(a->addr == buf + 3, "mr->addr %p, want %p", a->addr,
-		  buf + 3);
+	fu_expect(a->addr == buf + 3, "mr->addr %p, want %p", a->addr, buf + 3);
 	fu_expect_int(a->length, 1000, "mr->length");
-	fu_expect(a->lkey == a->rkey, "lkey %#x != rkey %#x", a->lkey,
-		  a->rkey);
-	fu_expect(b->lkey == b->rkey, "access 0: lkey %#x != rkey %#x",
-		  b->lkey, b->rkey);
+	fu_expect(a->lkey == a->rkey, "lkey %#x != rkey %#x", a->lkey, a->rkey);
+	fu_expect(b->lkey == b->rkey, "access 0: lkey %#x != rkey %#x", b->lkey,
+		  b->rkey);
 	fu_expect(a->handle != b->handle, "two live MRs share handle %u",
 		  a->handle);
 	fu_expect(a->lkey != b->lkey, "two live MRs share key %#x", a->lkey);
@@ -552,8 +547,8 @@ static void reg_dereg_cycles(char *buf, int n)
 
 	for (i = 0; i < n; i++) {
 		struct ibv_mr *mr = ibv_reg_mr(fu.pd, buf, 4 * fu.pg,
-					       i % 3 ? IBV_ACCESS_LOCAL_WRITE :
-						       IBV_ACCESS_ON_DEMAND);
+					       i % 3 ? IBV_ACCESS_LOCAL_WRITE
+						     : IBV_ACCESS_ON_DEMAND);
 
 		assert_non_null(mr);
 		assert_int_equal(ibv_dereg_mr(mr), 0);
@@ -605,7 +600,10 @@ static void test_reg_mr_hugetlb_accepted_on_plain_mr(void **state)
 static void test_reg_mr_implicit_odp_covers_address_space(void **state)
 {
 	static const unsigned int acc[] = {
-		ODP, ODP | LW, ODP | LW | RW | RR | RA, ODP | RR | RO,
+		ODP,
+		ODP | LW,
+		ODP | LW | RW | RR | RA,
+		ODP | RR | RO,
 	};
 	size_t i;
 	int e;
@@ -667,8 +665,7 @@ static void test_reg_mr_explicit_odp_skips_mapping_check(void **state)
 	fu_expect_reg_ok(fu.pd, gone, 8 * fu.pg, (uintptr_t)gone, ODP);
 	fu_expect_reg_ok(fu.pd, gone + 5, 100, (uintptr_t)gone + 5,
 			 ODP | LW | RW | RR | RA);
-	fu_expect_reg_ok(fu.pd, holed, 3 * fu.pg, (uintptr_t)holed,
-			 ODP | LW);
+	fu_expect_reg_ok(fu.pd, holed, 3 * fu.pg, (uintptr_t)holed, ODP | LW);
 	fu_expect_reg_ok(fu.pd, ro, fu.pg, (uintptr_t)ro, ODP | LW | RW);
 	fu_expect_reg_ok(fu.pd, gone, fu.pg, 0x3000, ODP | LW);
 	fu_expect_reg_ok(fu.pd, gone + 1, fu.pg, 0x3000, ODP | ZB | LW);
@@ -696,6 +693,7 @@ static void test_reg_mr_more_than_max_mr_enomem(void **state)
 {
 	struct ibv_device_attr attr;
 	struct ibv_mr **mrs, *extra;
+	char *buf = fu_map(fu.pg, PROT_READ | PROT_WRITE);
 	int i, n;
 
 	assert_int_equal(ibv_query_device(fu.ctx, &attr), 0);
@@ -706,8 +704,7 @@ static void test_reg_mr_more_than_max_mr_enomem(void **state)
 	assert_non_null(mrs);
 	/* explicit ODP: no mapping check, so this stays fast */
 	for (i = 0; i < n; i++) {
-		mrs[i] = ibv_reg_mr(fu.pd, (void *)0x100000000000ULL, 4096,
-				    IBV_ACCESS_ON_DEMAND);
+		mrs[i] = ibv_reg_mr(fu.pd, buf, 4096, IBV_ACCESS_ON_DEMAND);
 		if (!mrs[i])
 			break;
 	}
@@ -715,8 +712,7 @@ static void test_reg_mr_more_than_max_mr_enomem(void **state)
 		  fu_errname(errno));
 	if (i == n) {
 		errno = 0;
-		extra = ibv_reg_mr(fu.pd, (void *)0x100000000000ULL, 4096,
-				   IBV_ACCESS_ON_DEMAND);
+		extra = ibv_reg_mr(fu.pd, buf, 4096, IBV_ACCESS_ON_DEMAND);
 		fu_expect(extra == NULL && errno == ENOMEM,
 			  "MR number max_mr+1: %s, want ENOMEM",
 			  extra ? "succeeded" : fu_errname(errno));
@@ -727,12 +723,128 @@ static void test_reg_mr_more_than_max_mr_enomem(void **state)
 		assert_int_equal(ibv_dereg_mr(mrs[i]), 0);
 	free(mrs);
 	/* and the table is usable again */
-	extra = ibv_reg_mr(fu.pd, (void *)0x100000000000ULL, 4096,
-			   IBV_ACCESS_ON_DEMAND);
+	extra = ibv_reg_mr(fu.pd, buf, 4096, IBV_ACCESS_ON_DEMAND);
 	fu_expect(extra != NULL, "registration after freeing all MRs: %s",
 		  fu_errname(errno));
 	if (extra)
 		ibv_dereg_mr(extra);
+	munmap(buf, fu.pg);
+	fu_done();
+}
+
+/*
+ * Spec 2.10: nothing is pinned, so fork support is "unneeded", ibv_fork_init
+ * succeeds even after a registration, and registered memory is never
+ * madvise(MADV_DONTFORK)ed: a child can still use it.
+ */
+static void test_reg_mr_fork_unneeded_memory_stays_inherited(void **state)
+{
+	char *buf = fu_map(2 * fu.pg, PROT_READ | PROT_WRITE);
+	struct ibv_mr *mr, *odp;
+	int status = -1;
+	pid_t pid;
+
+	fu_expect_int(ibv_is_fork_initialized(), IBV_FORK_UNNEEDED,
+		      "ibv_is_fork_initialized before registration");
+	mr = ibv_reg_mr(fu.pd, buf, fu.pg, IBV_ACCESS_LOCAL_WRITE);
+	odp = ibv_reg_mr(fu.pd, buf + fu.pg, fu.pg,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	assert_non_null(mr);
+	assert_non_null(odp);
+	fu_expect_int(ibv_fork_init(), 0, "ibv_fork_init after registration");
+	fu_expect_int(ibv_is_fork_initialized(), IBV_FORK_UNNEEDED,
+		      "ibv_is_fork_initialized after ibv_fork_init");
+	buf[0] = 'p';
+	buf[fu.pg] = 'q';
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* faults here if the range was MADV_DONTFORK'ed */
+		int ok = buf[0] == 'p' && buf[fu.pg] == 'q';
+
+		buf[1] = 'c';
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	fu_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "child could not use registered memory (status %#x)", status);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dereg_mr(odp), 0);
+	munmap(buf, 2 * fu.pg);
+	fu_done();
+}
+
+enum { N_THREADS = 4, PER_THREAD = 250 };
+
+struct reg_thread {
+	pthread_barrier_t *barrier;
+	char *buf;
+	struct ibv_mr *mr[PER_THREAD];
+	int failed;
+};
+
+static void *reg_thread_main(void *arg)
+{
+	struct reg_thread *t = arg;
+	int i, round;
+
+	pthread_barrier_wait(t->barrier);
+	/* churn first, so allocation and release race with each other */
+	for (round = 0; round < 4; round++) {
+		for (i = 0; i < PER_THREAD; i++) {
+			t->mr[i] = ibv_reg_mr(fu.pd, t->buf, fu.pg,
+					      IBV_ACCESS_LOCAL_WRITE);
+			if (!t->mr[i]) {
+				t->failed++;
+				return NULL;
+			}
+		}
+		if (round == 3)
+			break;
+		for (i = 0; i < PER_THREAD; i++)
+			t->failed += ibv_dereg_mr(t->mr[i]) != 0;
+	}
+	return NULL;
+}
+
+static void test_reg_mr_concurrent_registration_distinct_keys(void **state)
+{
+	char *buf = fu_map(fu.pg, PROT_READ | PROT_WRITE);
+	pthread_barrier_t barrier;
+	struct reg_thread t[N_THREADS];
+	pthread_t tid[N_THREADS];
+	uint32_t idx[N_THREADS * PER_THREAD];
+	int i, j, n = 0, dup = 0, failed = 0;
+
+	pthread_barrier_init(&barrier, NULL, N_THREADS);
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < N_THREADS; i++) {
+		t[i].barrier = &barrier;
+		t[i].buf = buf;
+		assert_int_equal(
+			pthread_create(&tid[i], NULL, reg_thread_main, &t[i]),
+			0);
+	}
+	for (i = 0; i < N_THREADS; i++)
+		pthread_join(tid[i], NULL);
+	for (i = 0; i < N_THREADS; i++) {
+		failed += t[i].failed;
+		for (j = 0; j < PER_THREAD && t[i].mr[j]; j++)
+			idx[n++] = FU_KEY_INDEX(t[i].mr[j]->lkey);
+	}
+	fu_expect(failed == 0, "%d concurrent reg/dereg calls failed", failed);
+	qsort(idx, n, sizeof(idx[0]), cmp_u32);
+	for (i = 1; i < n; i++)
+		dup += idx[i] == idx[i - 1];
+	fu_expect(dup == 0,
+		  "%d of %d concurrently registered MRs share a key "
+		  "index",
+		  dup, n);
+	for (i = 0; i < N_THREADS; i++)
+		for (j = 0; j < PER_THREAD && t[i].mr[j]; j++)
+			fu_expect_int(ibv_dereg_mr(t[i].mr[j]), 0, "dereg");
+	pthread_barrier_destroy(&barrier);
+	munmap(buf, fu.pg);
 	fu_done();
 }
 
@@ -765,6 +877,8 @@ int main(void)
 		FU_TEST(test_reg_mr_explicit_odp_skips_mapping_check),
 		FU_TEST(test_reg_mr_dereg_not_live_einval),
 		FU_TEST(test_reg_mr_more_than_max_mr_enomem),
+		FU_TEST(test_reg_mr_fork_unneeded_memory_stays_inherited),
+		FU_TEST(test_reg_mr_concurrent_registration_distinct_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

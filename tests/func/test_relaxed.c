@@ -30,12 +30,11 @@
 		errno = 0;                                                     \
 		m_ = ibv_reg_mr_relaxed(pd, addr, len, (int)(access));         \
 		e_ = errno;                                                    \
-		fu_expect(!m_ && e_ == (want),                                 \
-			  "reg_mr_relaxed(%p, %#zx, access %#x): %s, want %s", \
-			  (void *)(addr), (size_t)(len),                       \
-			  (unsigned int)(access),                              \
-			  m_ ? "succeeded" : fu_errname(e_),                   \
-			  fu_errname(want));                                   \
+		fu_expect(                                                     \
+			!m_ && e_ == (want),                                   \
+			"reg_mr_relaxed(%p, %#zx, access %#x): %s, want %s",   \
+			(void *)(addr), (size_t)(len), (unsigned int)(access), \
+			m_ ? "succeeded" : fu_errname(e_), fu_errname(want));  \
 		if (m_)                                                        \
 			ibv_dereg_mr(m_);                                      \
 	} while (0)
@@ -103,8 +102,7 @@ static void test_relaxed_reg_on_demand_or_zero_based_einval(void **state)
 	expect_relaxed_err(fu.pd, buf, fu.pg, IBV_ACCESS_ON_DEMAND, EINVAL);
 	expect_relaxed_err(fu.pd, buf, fu.pg, IBV_ACCESS_ON_DEMAND | LW,
 			   EINVAL);
-	expect_relaxed_err(fu.pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND,
-			   EINVAL);
+	expect_relaxed_err(fu.pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND, EINVAL);
 	expect_relaxed_err(fu.pd, buf, fu.pg, IBV_ACCESS_ZERO_BASED, EINVAL);
 	expect_relaxed_err(fu.pd, buf, fu.pg, IBV_ACCESS_ZERO_BASED | LW | RW,
 			   EINVAL);
@@ -115,9 +113,16 @@ static void test_relaxed_reg_on_demand_or_zero_based_einval(void **state)
 static void test_relaxed_reg_accepts_mr_access_flags(void **state)
 {
 	static const unsigned int good[] = {
-		0, LW, RR, LW | RW, LW | RA, LW | RW | RR | RA,
-		IBV_ACCESS_MW_BIND, IBV_ACCESS_HUGETLB | LW,
-		IBV_ACCESS_RELAXED_ORDERING | LW, (1u << 25) | LW,
+		0,
+		LW,
+		RR,
+		LW | RW,
+		LW | RA,
+		LW | RW | RR | RA,
+		IBV_ACCESS_MW_BIND,
+		IBV_ACCESS_HUGETLB | LW,
+		IBV_ACCESS_RELAXED_ORDERING | LW,
+		(1u << 25) | LW,
 	};
 	char *buf = fu_map(2 * fu.pg, PROT_READ | PROT_WRITE);
 	size_t i;
@@ -215,8 +220,8 @@ static void test_relaxed_dereg_non_relaxed_mr_einval(void **state)
 {
 	char *buf = fu_map(fu.pg, PROT_READ | PROT_WRITE);
 	struct ibv_mr *mr = ibv_reg_mr(fu.pd, buf, fu.pg, LW);
-	struct ibv_mr *odp = ibv_reg_mr(fu.pd, NULL, SIZE_MAX,
-					IBV_ACCESS_ON_DEMAND);
+	struct ibv_mr *odp =
+		ibv_reg_mr(fu.pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND);
 	int ret;
 
 	assert_non_null(mr);
@@ -375,8 +380,8 @@ static void test_relaxed_flush_frees_slots_with_new_keys(void **state)
 		assert_int_equal(ibv_dereg_mr_relaxed(a.mr[i]), 0);
 	fu_expect_int(ibv_flush_relaxed_mr(fu.pd), 0, "flush");
 	got = pool_fill(&b, buf, n);
-	fu_expect(got == n, "after flush only %d of %d slots reusable: %s",
-		  got, n, fu_errname(errno));
+	fu_expect(got == n, "after flush only %d of %d slots reusable: %s", got,
+		  n, fu_errname(errno));
 	qsort(a.keys, n, sizeof(uint32_t), cmp_u32);
 	for (i = 0; i < got; i++)
 		reissued += bsearch(&b.keys[i], a.keys, n, sizeof(uint32_t),

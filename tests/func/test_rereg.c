@@ -15,15 +15,15 @@
  */
 #include "func_util.h"
 
-#define LW IBV_ACCESS_LOCAL_WRITE
-#define RW IBV_ACCESS_REMOTE_WRITE
-#define RR IBV_ACCESS_REMOTE_READ
-#define RA IBV_ACCESS_REMOTE_ATOMIC
+#define LW  IBV_ACCESS_LOCAL_WRITE
+#define RW  IBV_ACCESS_REMOTE_WRITE
+#define RR  IBV_ACCESS_REMOTE_READ
+#define RA  IBV_ACCESS_REMOTE_ATOMIC
 #define ODP IBV_ACCESS_ON_DEMAND
 
 #define TRANS IBV_REREG_MR_CHANGE_TRANSLATION
-#define CPD IBV_REREG_MR_CHANGE_PD
-#define CACC IBV_REREG_MR_CHANGE_ACCESS
+#define CPD   IBV_REREG_MR_CHANGE_PD
+#define CACC  IBV_REREG_MR_CHANGE_ACCESS
 
 struct mr_snap {
 	struct ibv_context *context;
@@ -35,12 +35,16 @@ struct mr_snap {
 
 static struct mr_snap snap(const struct ibv_mr *mr)
 {
-	struct mr_snap s = {
-		.context = mr->context, .pd = mr->pd, .addr = mr->addr,
-		.length = mr->length, .lkey = mr->lkey, .rkey = mr->rkey,
-		.handle = mr->handle,
-	};
+	struct mr_snap s;
 
+	memset(&s, 0, sizeof(s)); /* padding too: snapshots are memcmp'd */
+	s.context = mr->context;
+	s.pd = mr->pd;
+	s.addr = mr->addr;
+	s.length = mr->length;
+	s.lkey = mr->lkey;
+	s.rkey = mr->rkey;
+	s.handle = mr->handle;
 	return s;
 }
 
@@ -73,7 +77,7 @@ static struct mr_snap snap(const struct ibv_mr *mr)
 	} while (0)
 
 #define INPUT IBV_REREG_MR_ERR_INPUT
-#define CMD IBV_REREG_MR_ERR_CMD
+#define CMD   IBV_REREG_MR_ERR_CMD
 
 static char *buf, *buf2, *ro;
 
@@ -94,13 +98,14 @@ static int rereg_teardown(void **state)
 	return fu_teardown(state);
 }
 
-#define RR_TEST(t) cmocka_unit_test_setup_teardown(t, rereg_setup, rereg_teardown)
+#define RR_TEST(t)                                                             \
+	cmocka_unit_test_setup_teardown(t, rereg_setup, rereg_teardown)
 
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t len,
 			  unsigned int access)
 {
-	struct ibv_mr *mr = ibv_reg_mr_iova2(pd, addr, len, (uintptr_t)addr,
-					     access);
+	struct ibv_mr *mr =
+		ibv_reg_mr_iova2(pd, addr, len, (uintptr_t)addr, access);
 
 	assert_non_null(mr);
 	return mr;
@@ -115,16 +120,14 @@ static void test_rereg_input_errors_return_err_input(void **state)
 	/* unknown flag bits */
 	expect_rereg_fail(mr, 1 << 3, NULL, NULL, 0, 0, INPUT, EINVAL);
 	expect_rereg_fail(mr, CPD | (1 << 3), pd2, NULL, 0, 0, INPUT, EINVAL);
-	expect_rereg_fail(mr, (int)(1u << 31), NULL, NULL, 0, 0, INPUT,
-			  EINVAL);
+	expect_rereg_fail(mr, (int)(1u << 31), NULL, NULL, 0, 0, INPUT, EINVAL);
 	/* CHANGE_TRANSLATION with no address or no length */
 	expect_rereg_fail(mr, TRANS, NULL, NULL, fu.pg, 0, INPUT, EINVAL);
 	expect_rereg_fail(mr, TRANS, NULL, buf2, 0, 0, INPUT, EINVAL);
 	expect_rereg_fail(mr, TRANS | CACC, NULL, buf2, 0, LW, INPUT, EINVAL);
 	/* access without CHANGE_ACCESS */
 	expect_rereg_fail(mr, CPD, pd2, NULL, 0, LW, INPUT, EINVAL);
-	expect_rereg_fail(mr, TRANS, NULL, buf2, fu.pg, LW | RW, INPUT,
-			  EINVAL);
+	expect_rereg_fail(mr, TRANS, NULL, buf2, fu.pg, LW | RW, INPUT, EINVAL);
 	/* no flags at all (spec CHOICE) */
 	expect_rereg_fail(mr, 0, NULL, NULL, 0, 0, INPUT, EINVAL);
 	/* input errors win over device errors */
@@ -192,8 +195,8 @@ static void test_rereg_change_translation_checks_new_range(void **state)
 	/* new access checked against the new range */
 	expect_rereg_fail(mr0, TRANS | CACC, NULL, ro, fu.pg, LW, CMD, EFAULT);
 	/* arithmetic */
-	expect_rereg_fail(mr, TRANS, NULL, (void *)(UINTPTR_MAX - 100),
-			  fu.pg, 0, CMD, EINVAL);
+	expect_rereg_fail(mr, TRANS, NULL, (void *)(UINTPTR_MAX - 100), fu.pg,
+			  0, CMD, EINVAL);
 	expect_rereg_fail(mr, TRANS, NULL, buf, SIZE_MAX, 0, CMD, EINVAL);
 	expect_rereg_fail(mr, TRANS, NULL, (void *)(UINTPTR_MAX - 4094), 4094,
 			  0, CMD, EINVAL);
@@ -235,7 +238,7 @@ static void test_rereg_toggling_on_demand_einval(void **state)
 /* Kernel ib_umem_check_rereg: a read-only registration can't gain write. */
 static void test_rereg_adding_write_to_read_only_mr_eacces(void **state)
 {
-	static const unsigned int ro_acc[] = { 0, RR };
+	static const unsigned int ro_acc[] = {0, RR};
 	static const unsigned int wr_acc[] = {
 		LW, LW | RW, LW | RA, IBV_ACCESS_MW_BIND, RR | LW,
 	};
@@ -310,6 +313,13 @@ static void test_rereg_success_updates_fields_keeps_keys(void **state)
 		  "keys %#x/%#x after CHANGE_ACCESS, want %#x", mr->lkey,
 		  mr->rkey, key);
 
+	/* RELAXED_ORDERING and the other optional bits are accepted too */
+	ret = ibv_rereg_mr(mr, CACC, NULL, NULL, 0,
+			   LW | RW | RR | RA | IBV_ACCESS_RELAXED_ORDERING |
+				   (1 << 25));
+	fu_expect(ret == 0, "CHANGE_ACCESS with optional bits gave %d/%s", ret,
+		  fu_errname(errno));
+
 	ret = ibv_rereg_mr(mr, TRANS, NULL, buf2 + 16, 2 * fu.pg, 0);
 	fu_expect(ret == 0, "CHANGE_TRANSLATION gave %d/%s", ret,
 		  fu_errname(errno));
@@ -347,8 +357,8 @@ static void test_rereg_translation_with_access_grants_write(void **state)
 
 	/* new writable memory validated together with the new access */
 	ret = ibv_rereg_mr(mr, TRANS | CACC, NULL, buf, fu.pg, LW | RW | RR);
-	fu_expect(ret == 0, "TRANSLATION|ACCESS to writable memory: %d/%s",
-		  ret, fu_errname(errno));
+	fu_expect(ret == 0, "TRANSLATION|ACCESS to writable memory: %d/%s", ret,
+		  fu_errname(errno));
 	/* and a read-only MR may move onto read-only memory */
 	ret = ibv_rereg_mr(mr, TRANS | CACC, NULL, ro + 8, 100, 0);
 	fu_expect(ret == 0, "TRANSLATION|ACCESS 0 to read-only memory: %d/%s",
