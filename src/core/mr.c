@@ -615,11 +615,13 @@ int srdma_mr_advise(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
 					    BIT(SRDMA_KIND_MW2),
 				    ibpd->handle, 0, sg_list[i].addr,
 				    sg_list[i].length, &s, &slot);
-		if (r == SRDMA_KCHK_NOKEY || r == SRDMA_KCHK_PD ||
-		    r == SRDMA_KCHK_STATE)
+		if (r == SRDMA_KCHK_NOKEY)
 			return -EFAULT;
+		/* A window key is a caller error whatever its state. */
 		if (s.kind != SRDMA_KIND_MR)
 			return -EINVAL;
+		if (r == SRDMA_KCHK_PD || r == SRDMA_KCHK_STATE)
+			return -EFAULT;
 		if (r == SRDMA_KCHK_BOUNDS)
 			return -EFAULT;
 		if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
