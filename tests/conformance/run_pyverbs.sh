@@ -11,9 +11,9 @@
 # The suite is copied once to BUILD_DIR/rdma-core-tests/tests: it is built in
 # a private temporary directory and renamed into place, so concurrent runs
 # either win the rename or discard their copy. Delete that directory to
-# refresh it. Fails if a test fails or errors, if no test ran, if python dies
-# or if the library under test is not the one from BUILD_DIR/lib. Skips are
-# allowed and listed with their reasons.
+# refresh it. Fails if a test fails or errors, if no test ran (none matched,
+# or every one skipped), if python dies, or if the library under test is not
+# the one from BUILD_DIR/lib. Skips are allowed and listed with their reasons.
 #
 # Environment:
 #   SRDMA_PYVERBS_TIMEOUT  seconds before the whole run is killed (default 0,
@@ -118,12 +118,15 @@ awk -v rc="$rc" '
 		reason = $0
 		sub(/^.*skipped /, "", reason)
 		skips[++nskip] = cur ": " reason
+		if (cur !~ /^(setUp|tearDown)(Class|Module) /)
+			nskip_test++	# class-level skips are not in "Ran"
 	}
 	/^(ERROR|FAIL): / { bad[++nbad] = $0 }
 	/^Ran [0-9]+ tests? in / { ran = $2 }
 	END {
 		if (ran == "")
 			ran = 0
+		executed = ran - nskip_test
 		printf "pyverbs summary: ran %d, skipped %d, failed/errored %d, exit %d\n",
 		       ran, nskip, nbad, rc
 		for (i = 1; i <= nskip; i++)
@@ -138,5 +141,7 @@ awk -v rc="$rc" '
 			      ", in " cur
 		if (ran == 0)
 			print "run_pyverbs: FAIL: no test ran"
-		exit (rc != 0 || ran == 0 || nbad > 0)
+		else if (executed <= 0)
+			print "run_pyverbs: FAIL: no test ran, all were skipped"
+		exit (rc != 0 || executed <= 0 || nbad > 0)
 	}' "$LOG"
