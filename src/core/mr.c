@@ -444,7 +444,7 @@ int srdma_mr_dereg(struct ibv_mr *ibmr)
 	if (!srdma_handle_check(ibmr, SRDMA_OBJ_MR))
 		return -EINVAL;
 	mr = container_of(ibmr, struct srdma_mr, ibmr);
-	ctx = mr->pd->ctx;
+	ctx = to_sctx(ibmr->context);	/* immutable; mr->pd is not */
 	pthread_mutex_lock(&ctx->lock);
 	/* Re-check under the lock: a concurrent dereg may have won. */
 	if (!srdma_handle_check(ibmr, SRDMA_OBJ_MR)) {
@@ -492,7 +492,7 @@ int srdma_mr_rereg(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		return -EINVAL;
 
 	*stage = IBV_REREG_MR_ERR_CMD;
-	ctx = mr->pd->ctx;
+	ctx = to_sctx(ibmr->context);
 	pthread_mutex_lock(&ctx->lock);
 	if (!srdma_handle_check(ibmr, SRDMA_OBJ_MR)) {
 		*stage = IBV_REREG_MR_ERR_INPUT;

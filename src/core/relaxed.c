@@ -187,7 +187,7 @@ int srdma_mr_dereg_relaxed(struct ibv_mr *ibmr)
 	if (!srdma_handle_check(ibmr, SRDMA_OBJ_MR))
 		return -EINVAL;
 	mr = container_of(ibmr, struct srdma_mr, ibmr);
-	ctx = mr->pd->ctx;
+	ctx = to_sctx(ibmr->context);	/* immutable; mr->pd is not */
 	pthread_mutex_lock(&ctx->lock);
 	if (!srdma_handle_check(ibmr, SRDMA_OBJ_MR) ||
 	    !(mr->flags & SRDMA_MRF_RELAXED) ||

@@ -15,6 +15,20 @@
 #include "util/compiler.h"
 #include "verbs/verbs_int.h"
 
+struct ibv_mr *srdma_verbs_reg(struct ibv_pd *pd,
+			       const struct srdma_mr_args *a)
+{
+	struct srdma_mr *mr;
+	int ret;
+
+	ret = srdma_mr_reg(pd, a, &mr);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return &mr->ibmr;
+}
+
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length,
 			  uint64_t iova, unsigned int access)
 {
@@ -25,15 +39,8 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length,
 		.access = access,
 		.dmabuf_fd = -1,
 	};
-	struct srdma_mr *mr;
-	int ret;
 
-	ret = srdma_mr_reg(pd, &a, &mr);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-	return &mr->ibmr;
+	return srdma_verbs_reg(pd, &a);
 }
 
 #undef ibv_reg_mr
@@ -71,15 +78,8 @@ SRDMA_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd,
 		.dmabuf_fd = fd,
 		.dmabuf_offset = offset,
 	};
-	struct srdma_mr *mr;
-	int ret;
 
-	ret = srdma_mr_reg(pd, &a, &mr);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-	return &mr->ibmr;
+	return srdma_verbs_reg(pd, &a);
 }
 
 SRDMA_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,

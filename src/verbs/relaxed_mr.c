@@ -11,6 +11,7 @@
 
 #include "core/core.h"
 #include "util/compiler.h"
+#include "verbs/verbs_int.h"
 
 SRDMA_EXPORT struct ibv_mr *ibv_reg_mr_relaxed(struct ibv_pd *pd, void *addr,
 					       size_t length, int access)
@@ -23,15 +24,8 @@ SRDMA_EXPORT struct ibv_mr *ibv_reg_mr_relaxed(struct ibv_pd *pd, void *addr,
 		.dmabuf_fd = -1,
 		.relaxed = true,
 	};
-	struct srdma_mr *mr;
-	int ret;
 
-	ret = srdma_mr_reg(pd, &a, &mr);
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-	return &mr->ibmr;
+	return srdma_verbs_reg(pd, &a);
 }
 
 SRDMA_EXPORT int ibv_dereg_mr_relaxed(struct ibv_mr *mr)

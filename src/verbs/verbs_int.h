@@ -21,6 +21,10 @@ void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a);
 /* Resolve a public context; NULL if it is not a live context of ours. */
 struct srdma_context *srdma_ctx_lookup(struct ibv_context *ctx);
 
+/* srdma_mr_reg() in the NULL + errno convention of every reg entry. */
+struct ibv_mr *srdma_verbs_reg(struct ibv_pd *pd,
+			       const struct srdma_mr_args *a);
+
 #define SRDMA_GID_TBL_LEN 1
 #define SRDMA_PKEY_DEFAULT 0xffff
 
