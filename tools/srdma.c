@@ -16,8 +16,8 @@
  * (which also drops the in-flight marks they held on others and deletes
  * their segments), and segment files no entry names (owner died inside
  * srdma_host_attach()). A key entry whose writer died mid-update (seqlock
- * odd for good) is shown as TORN instead of being snapshotted forever, and
- * an exited but unwaited-for owner as a zombie.
+ * odd for good) is shown as TORN: srdma_key_snapshot() gives up on it. An
+ * exited but unwaited-for owner (zombie) counts as dead, as for the library.
  *
  * Segments are sparse tmpfs files. Reading a hole through a shared mapping
  * would allocate it, so only the data extents of the file (SEEK_DATA /
@@ -318,7 +318,6 @@ struct ctx_view {
 	char dev_name[33];
 	char seg_name[49];
 	bool alive;  /* srdma_proc_alive() */
-	bool zombie; /* see proc_is_zombie() */
 	int map_err; /* 0, or why ps is not mapped */
 	struct srdma_peer_seg ps;
 };
@@ -406,26 +405,6 @@ static void bits_str(char *buf, size_t len, uint32_t v,
 }
 
 /*
- * Wait (briefly) for the owner to finish writing @k. A writer that died
- * inside its seqlock section leaves seq odd for good, and
- * srdma_key_snapshot() would retry forever on such an entry.
- * Return: true if seq is even, so a snapshot will not spin.
- */
-static bool key_settled(struct srdma_shm_key *k)
-{
-	struct timespec ts = {0, 1000000};
-	int i;
-
-	for (i = 0; i < 1100; i++) {
-		if (!(atomic_load_explicit(&k->seq, memory_order_acquire) & 1))
-			return true;
-		if (i >= 1000)
-			nanosleep(&ts, NULL);
-	}
-	return false;
-}
-
-/*
  * Next run [*from, *to) of key slots, at or after *from, that lies in a
  * data extent of the segment file @fd. Return: false when none is left.
  */
@@ -497,13 +476,12 @@ static void key_row(struct table *t, const struct ctx_view *c,
 	table_set(t, KC_PID, "%d", c->pid);
 	if (o->all)
 		table_set(t, KC_SLOT, "%u", slot);
-	if (!key_settled(k)) {
+	if (!srdma_key_snapshot(k, &sn)) {
 		table_set(t, KC_KEY, "0x%08x",
 			  atomic_load_explicit(&k->key, memory_order_relaxed));
 		table_set(t, KC_STATE, "TORN"); /* writer died mid-update */
 		return;
 	}
-	srdma_key_snapshot(k, &sn);
 	if (sn.state == SRDMA_KEY_FREE) {
 		table_drop_row(t); /* freed meanwhile */
 		return;
@@ -597,9 +575,7 @@ static void ctx_row(struct table *t, const struct ctx_view *c,
 	table_set(t, CC_LID, "%u", c->lid);
 	table_set(t, CC_PID, "%d", c->pid);
 	table_set(t, CC_STATE, "%s",
-		  c->zombie  ? "zombie"
-		  : c->alive ? "alive"
-			     : "dead");
+		  c->alive ? "alive" : "dead");
 	table_set(t, CC_DEVICE, "%s", c->dev_name);
 	table_set(t, CC_QPNS, "%#x-%#x", c->lid << SRDMA_QPN_SHIFT,
 		  ((c->lid + 1) << SRDMA_QPN_SHIFT) - 1);
@@ -712,32 +688,6 @@ static int open_registry(const char *cmd, char *dir, size_t len,
 	return ret;
 }
 
-/*
- * True if @pid is a zombie: it has exited but its parent has not reaped
- * it (common in containers whose init does not wait). Its memory is gone,
- * yet srdma_proc_alive() still sees a process with the right start time.
- */
-static bool proc_is_zombie(pid_t pid)
-{
-	char path[64], buf[512];
-	const char *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	/* comm may contain ") ": the state follows the last ')'. */
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-}
-
 /* Copy out every LIVE registry entry and map its segment. */
 static size_t collect_contexts(struct srdma_registry *r, const char *dir,
 			       struct ctx_view *v)
@@ -763,7 +713,6 @@ static size_t collect_contexts(struct srdma_registry *r, const char *dir,
 		memcpy(c->seg_name, e->seg_name, sizeof(e->seg_name));
 		c->seg_name[sizeof(e->seg_name)] = 0;
 		c->alive = srdma_proc_alive(c->pid, c->start_time);
-		c->zombie = c->alive && proc_is_zombie(c->pid);
 		c->map_err = srdma_peer_seg_map(dir, c->seg_name, &c->ps);
 		if (!c->map_err && (c->ps.seg->owner_pid != c->pid ||
 				    c->ps.seg->lid != c->lid ||
@@ -826,8 +775,9 @@ static bool seg_owner_dead(const char *dir, const char *name, pid_t pid)
 
 /*
  * Segment files that no registry entry names and whose owner is dead:
- * left by a process that died between creating its segment and
- * publishing it, which srdma_registry_reap() cannot see. Removed when
+ * left when removing a dead context's file failed, or by versions that
+ * did not mark claimed entries; srdma_registry_reap() only sees files that
+ * an entry names. Removed when
  * @remove (the caller holds the registry flock exclusively, so no entry
  * is published meanwhile), else only listed. Return: how many.
  */
@@ -965,12 +915,6 @@ static void print_contexts(const char *dir, struct ctx_view *v, size_t n,
 			printf("%slid %u pid %d: segment %s: %s\n",
 			       nerr++ ? "" : "\n", v[i].lid, v[i].pid,
 			       v[i].seg_name, seg_err_str(v[i].map_err));
-	for (i = 0, nerr = 0; i < n; i++)
-		if (v[i].zombie)
-			printf("%spid %d has exited, but its parent has not "
-			       "waited for it (zombie): lid %u stays taken "
-			       "until it does\n",
-			       nerr++ ? "" : "\n", v[i].pid, v[i].lid);
 }
 
 static int cmd_status(int argc, char **argv)

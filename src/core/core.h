@@ -153,13 +153,16 @@ struct srdma_pd *srdma_pd_lookup(struct ibv_pd *ibpd);
 
 /* ---- MR ---------------------------------------------------------------- */
 enum {
-	SRDMA_MRF_ODP = 1 << 0,
-	SRDMA_MRF_IMPLICIT = 1 << 1,
-	SRDMA_MRF_ZERO_BASED = 1 << 2,
-	SRDMA_MRF_DMABUF = 1 << 3,
-	SRDMA_MRF_RELAXED = 1 << 4,
-	SRDMA_MRF_WRITABLE = 1 << 5,	/* memory validated writable */
-	SRDMA_MRF_HUGETLB = 1 << 6,
+	/* The low 16 bits are the key entry's flags, published as they are. */
+	SRDMA_MRF_ODP = SRDMA_KEYF_ODP,
+	SRDMA_MRF_IMPLICIT = SRDMA_KEYF_IMPLICIT,
+	SRDMA_MRF_ZERO_BASED = SRDMA_KEYF_ZERO_BASED,
+	SRDMA_MRF_DMABUF = SRDMA_KEYF_DMABUF,
+	SRDMA_MRF_RELAXED = SRDMA_KEYF_RELAXED,
+	SRDMA_MRF_HUGETLB = SRDMA_KEYF_HUGETLB,
+	SRDMA_MRF_KEY_MASK = 0xffff,
+	/* Owner-only state above them. */
+	SRDMA_MRF_WRITABLE = 1 << 16,	/* memory validated writable */
 };
 
 enum srdma_relaxed_state {

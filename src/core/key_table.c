@@ -202,6 +202,19 @@ void srdma_key_write_end(struct srdma_shm_key *e)
 	atomic_store(&e->seq, seq + 1);
 }
 
+void srdma_key_set_state(struct srdma_shm_key *e, uint8_t state)
+{
+	srdma_key_write_begin(e);
+	e->state = state;
+	srdma_key_write_end(e);
+}
+
+void srdma_kt_release(struct srdma_key_table *kt, uint32_t slot)
+{
+	srdma_key_set_state(&kt->ent[slot], SRDMA_KEY_FREE);
+	srdma_kt_free(kt, slot);
+}
+
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /* A writer holds seq odd for a few stores; a writer that died mid-update

@@ -98,6 +98,13 @@ uint32_t srdma_kt_new_tag(struct srdma_key_table *kt, uint32_t slot);
  */
 void srdma_kt_free(struct srdma_key_table *kt, uint32_t slot);
 
+/**
+ * srdma_kt_release() - mark @slot FREE and return it to the allocator (the
+ * end of every MR/MW: after invalidate and drain). Requires: the owner's
+ * context lock and no access in flight.
+ */
+void srdma_kt_release(struct srdma_key_table *kt, uint32_t slot);
+
 /* Slot named by @key in @v, or UINT32_MAX if none. */
 uint32_t srdma_key_slot(const struct srdma_key_view *v, uint32_t key);
 
@@ -107,6 +114,12 @@ uint32_t srdma_key_slot(const struct srdma_key_view *v, uint32_t key);
  */
 void srdma_key_write_begin(struct srdma_shm_key *e);
 void srdma_key_write_end(struct srdma_shm_key *e);
+
+/**
+ * srdma_key_set_state() - change only the state of @e, as one seqlock
+ * write (invalidate, relaxed PENDING). Requires: the owner's context lock.
+ */
+void srdma_key_set_state(struct srdma_shm_key *e, uint8_t state);
 
 /**
  * srdma_key_snapshot() - consistent copy of @e. Lock-free; retries while

@@ -201,25 +201,6 @@ static int mr_check(struct srdma_context *ctx, const struct srdma_mr_args *a,
 	return 0;
 }
 
-static uint16_t key_flags(uint32_t f)
-{
-	uint16_t k = 0;
-
-	if (f & SRDMA_MRF_ODP)
-		k |= SRDMA_KEYF_ODP;
-	if (f & SRDMA_MRF_IMPLICIT)
-		k |= SRDMA_KEYF_IMPLICIT;
-	if (f & SRDMA_MRF_ZERO_BASED)
-		k |= SRDMA_KEYF_ZERO_BASED;
-	if (f & SRDMA_MRF_DMABUF)
-		k |= SRDMA_KEYF_DMABUF;
-	if (f & SRDMA_MRF_RELAXED)
-		k |= SRDMA_KEYF_RELAXED;
-	if (f & SRDMA_MRF_HUGETLB)
-		k |= SRDMA_KEYF_HUGETLB;
-	return k;
-}
-
 /* Write the MR's current attributes into its key entry. Requires
  * ctx->lock. */
 static void mr_publish_entry(struct srdma_mr *mr, uint8_t state)
@@ -230,7 +211,7 @@ static void mr_publish_entry(struct srdma_mr *mr, uint8_t state)
 	srdma_key_write_begin(e);
 	e->kind = SRDMA_KIND_MR;
 	e->state = state;
-	e->flags = key_flags(mr->flags);
+	e->flags = (uint16_t)(mr->flags & SRDMA_MRF_KEY_MASK);
 	e->access = mr->access & ACC_RECORDED;
 	e->pd_handle = mr->pd->ibpd.handle;
 	e->bind_qpn = 0;
@@ -401,13 +382,9 @@ void srdma_mr_invalidate_locked(struct srdma_context *ctx,
 	unsigned int i;
 
 	/* (1) New lookups fail from here on. */
-	for (i = 0; i < n; i++) {
-		struct srdma_shm_key *e = &ctx->kt.ent[mrs[i]->slot];
-
-		srdma_key_write_begin(e);
-		e->state = SRDMA_KEY_INVALID;
-		srdma_key_write_end(e);
-	}
+	for (i = 0; i < n; i++)
+		srdma_key_set_state(&ctx->kt.ent[mrs[i]->slot],
+				    SRDMA_KEY_INVALID);
 	/* (2) Wait for accesses already in flight, without the lock. */
 	pthread_mutex_unlock(&ctx->lock);
 	for (i = 0; i < n; i++)
@@ -416,12 +393,8 @@ void srdma_mr_invalidate_locked(struct srdma_context *ctx,
 	/* (3) Release everything; the slot is reused later with a new tag. */
 	for (i = 0; i < n; i++) {
 		struct srdma_mr *mr = mrs[i];
-		struct srdma_shm_key *e = &ctx->kt.ent[mr->slot];
 
-		srdma_key_write_begin(e);
-		e->state = SRDMA_KEY_FREE;
-		srdma_key_write_end(e);
-		srdma_kt_free(&ctx->kt, mr->slot);
+		srdma_kt_release(&ctx->kt, mr->slot);
 		if (mr->flags & SRDMA_MRF_RELAXED)
 			ctx->n_relaxed--;
 		else

@@ -89,7 +89,6 @@ err_unlock:
 int srdma_mw_dealloc(struct ibv_mw *ibmw)
 {
 	struct srdma_context *ctx;
-	struct srdma_shm_key *e;
 	struct srdma_mw *mw;
 
 	if (!srdma_handle_check(ibmw, SRDMA_OBJ_MW))
@@ -101,10 +100,8 @@ int srdma_mw_dealloc(struct ibv_mw *ibmw)
 		pthread_mutex_unlock(&ctx->lock);
 		return -EINVAL;
 	}
-	e = &ctx->kt.ent[mw->slot];
-	srdma_key_write_begin(e);
-	e->state = SRDMA_KEY_INVALID;	/* unbound: the key stops working */
-	srdma_key_write_end(e);
+	/* Unbound: the key stops working. */
+	srdma_key_set_state(&ctx->kt.ent[mw->slot], SRDMA_KEY_INVALID);
 	if (mw->mr) {
 		atomic_fetch_sub(&mw->mr->bound_mws, 1);
 		mw->mr = NULL;
@@ -112,10 +109,7 @@ int srdma_mw_dealloc(struct ibv_mw *ibmw)
 	pthread_mutex_unlock(&ctx->lock);
 	srdma_key_drain(&ctx->kt, mw->slot, &ctx->host);
 	pthread_mutex_lock(&ctx->lock);
-	srdma_key_write_begin(e);
-	e->state = SRDMA_KEY_FREE;
-	srdma_key_write_end(e);
-	srdma_kt_free(&ctx->kt, mw->slot);
+	srdma_kt_release(&ctx->kt, mw->slot);
 	ctx->n_mw--;
 	atomic_fetch_sub(&mw->pd->usecnt, 1);
 	atomic_fetch_sub_explicit(&ctx->host.seg->n_live_mw, 1,

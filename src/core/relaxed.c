@@ -126,8 +126,6 @@ static void *relaxed_timer(void *arg)
 void srdma_relaxed_defer_locked(struct srdma_context *ctx,
 				struct srdma_mr *mr)
 {
-	struct srdma_shm_key *e = &ctx->kt.ent[mr->slot];
-
 	mr->rstate = SRDMA_RELAXED_PENDING;
 	mr->pending_since_ns = srdma_now_ns();
 	mr->next_pending = NULL;
@@ -135,9 +133,8 @@ void srdma_relaxed_defer_locked(struct srdma_context *ctx,
 	ctx->rpending_tail = &mr->next_pending;
 	ctx->n_rpending++;
 	mr->pd->n_pending++;
-	srdma_key_write_begin(e);
-	e->state = SRDMA_KEY_PENDING;	/* still grants access */
-	srdma_key_write_end(e);
+	/* Still grants access until invalidated. */
+	srdma_key_set_state(&ctx->kt.ent[mr->slot], SRDMA_KEY_PENDING);
 
 	if (ctx->n_rpending > SRDMA_MAX_FMR / 4 && !ctx->relaxed_flushing) {
 		srdma_relaxed_flush_locked(ctx, NULL, false);

@@ -267,6 +267,26 @@ static inline bool fu_entry_applies(enum fu_entry e, void *addr, uint64_t iova)
 }
 
 /* Expect every applicable entry point to fail with errno @want. */
+/* ibv_reg_dmabuf_mr must fail with errno @want (an MR it returns anyway is
+ * deregistered). */
+#define fu_expect_dmabuf_err(pd, off, len, iova, fd, access, want)             \
+	do {                                                                   \
+		struct ibv_mr *m_;                                             \
+		int e_;                                                        \
+		errno = 0;                                                     \
+		m_ = ibv_reg_dmabuf_mr(pd, off, len, iova, fd, (int)(access)); \
+		e_ = errno;                                                    \
+		fu_expect(!m_ && e_ == (want),                                 \
+			  "reg_dmabuf_mr(off %#" PRIx64 " len %#zx iova "      \
+			  "%#" PRIx64 " fd %d access %#x): %s, want %s",       \
+			  (uint64_t)(off), (size_t)(len), (uint64_t)(iova),    \
+			  (int)(fd), (unsigned int)(access),                   \
+			  m_ ? "succeeded" : fu_errname(e_),                   \
+			  fu_errname(want));                                   \
+		if (m_)                                                        \
+			ibv_dereg_mr(m_);                                      \
+	} while (0)
+
 #define fu_expect_reg_err(pd, addr, len, iova, access, want)                   \
 	fu_expect_reg_err_at(__FILE__, __LINE__, pd, addr, len, iova, access,  \
 			     want)

@@ -20,24 +20,6 @@
 #define RR IBV_ACCESS_REMOTE_READ
 #define RA IBV_ACCESS_REMOTE_ATOMIC
 
-#define expect_dmabuf_err(pd, off, len, iova, fd, access, want)                \
-	do {                                                                   \
-		struct ibv_mr *m_;                                             \
-		int e_;                                                        \
-		errno = 0;                                                     \
-		m_ = ibv_reg_dmabuf_mr(pd, off, len, iova, fd, (int)(access)); \
-		e_ = errno;                                                    \
-		fu_expect(!m_ && e_ == (want),                                 \
-			  "reg_dmabuf_mr(off %#" PRIx64 " len %#zx iova "      \
-			  "%#" PRIx64 " fd %d access %#x): %s, want %s",       \
-			  (uint64_t)(off), (size_t)(len), (uint64_t)(iova),    \
-			  (int)(fd), (unsigned int)(access),                   \
-			  m_ ? "succeeded" : fu_errname(e_),                   \
-			  fu_errname(want));                                   \
-		if (m_)                                                        \
-			ibv_dereg_mr(m_);                                      \
-	} while (0)
-
 static const unsigned int rejected_flags[] = {
 	IBV_ACCESS_MW_BIND,
 	IBV_ACCESS_ZERO_BASED,
@@ -71,10 +53,10 @@ static void test_dmabuf_bad_fd_ebadf(void **state)
 	int fd = memfd(fu.pg);
 
 	close(fd); /* now certainly not open */
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1, LW, EBADF);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -5, 0, EBADF);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, fd, LW, EBADF);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, 100000, RR, EBADF);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1, LW, EBADF);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -5, 0, EBADF);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, fd, LW, EBADF);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, 100000, RR, EBADF);
 	fu_done();
 }
 
@@ -86,10 +68,10 @@ static void test_dmabuf_non_dmabuf_fd_einval(void **state)
 
 	assert_int_equal(pipe(pfd), 0);
 	assert_true(nfd >= 0);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, mfd, LW, EINVAL);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, mfd, 0, EINVAL);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, pfd[0], LW, EINVAL);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, nfd, LW, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, mfd, LW, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, mfd, 0, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, pfd[0], LW, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, nfd, LW, EINVAL);
 	close(mfd);
 	close(pfd[0]);
 	close(pfd[1]);
@@ -104,17 +86,17 @@ static void test_dmabuf_flag_whitelist_einval(void **state)
 	size_t i;
 
 	for (i = 0; i < N_REJECTED; i++) {
-		expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1, rejected_flags[i],
+		fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1, rejected_flags[i],
 				  EINVAL);
-		expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1,
+		fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1,
 				  rejected_flags[i] | LW, EINVAL);
-		expect_dmabuf_err(fu.pd, 0, fu.pg, 0, mfd,
+		fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, mfd,
 				  rejected_flags[i] | LW | RR, EINVAL);
 	}
 	/* LW rule */
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1, RW, EINVAL);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1, RA | RR, EINVAL);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1,
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1, RW, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1, RA | RR, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0, -1,
 			  RW | IBV_ACCESS_RELAXED_ORDERING, EINVAL);
 	close(mfd);
 	fu_done();
@@ -123,18 +105,18 @@ static void test_dmabuf_flag_whitelist_einval(void **state)
 static void test_dmabuf_bad_geometry_einval(void **state)
 {
 	/* offset and iova in different page positions */
-	expect_dmabuf_err(fu.pd, 0x10, fu.pg, 0x20, -1, LW, EINVAL);
-	expect_dmabuf_err(fu.pd, 0, fu.pg, 0x10010, -1, LW, EINVAL);
-	expect_dmabuf_err(fu.pd, fu.pg + 1, fu.pg, 0, -1, 0, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0x10, fu.pg, 0x20, -1, LW, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0, fu.pg, 0x10010, -1, LW, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, fu.pg + 1, fu.pg, 0, -1, 0, EINVAL);
 	/* length 0 */
-	expect_dmabuf_err(fu.pd, 0, 0, 0, -1, LW, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 0, 0, 0, -1, LW, EINVAL);
 	/* offset + length wraps */
-	expect_dmabuf_err(fu.pd, UINT64_MAX - 4095, 2 * fu.pg, 0, -1, LW,
+	fu_expect_dmabuf_err(fu.pd, UINT64_MAX - 4095, 2 * fu.pg, 0, -1, LW,
 			  EINVAL);
-	expect_dmabuf_err(fu.pd, 1ULL << 63, 1ULL << 63, 0, -1, 0, EINVAL);
+	fu_expect_dmabuf_err(fu.pd, 1ULL << 63, 1ULL << 63, 0, -1, 0, EINVAL);
 	/* PD */
-	expect_dmabuf_err(NULL, 0, fu.pg, 0, -1, LW, EINVAL);
-	expect_dmabuf_err(fu_fake_object(fu.ctx), 0, fu.pg, 0, -1, LW, EINVAL);
+	fu_expect_dmabuf_err(NULL, 0, fu.pg, 0, -1, LW, EINVAL);
+	fu_expect_dmabuf_err(fu_fake_object(fu.ctx), 0, fu.pg, 0, -1, LW, EINVAL);
 	fu_done();
 }
 
@@ -164,7 +146,7 @@ static void test_dmabuf_real_heap_buffer_registers(void **state)
 			  "dma-buf mr addr %p len %#zx", mr->addr, mr->length);
 		fu_expect_int(ibv_dereg_mr(mr), 0, "dereg dma-buf MR");
 	}
-	expect_dmabuf_err(fu.pd, 3 * fu.pg, 2 * fu.pg, 0, (int)alloc.fd, LW,
+	fu_expect_dmabuf_err(fu.pd, 3 * fu.pg, 2 * fu.pg, 0, (int)alloc.fd, LW,
 			  EINVAL);
 	close((int)alloc.fd);
 	close(heap);

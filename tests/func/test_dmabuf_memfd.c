@@ -70,23 +70,7 @@ static int memfd_teardown(void **state)
 	} while (0)
 
 #define expect_dmabuf_err(fd, off, len, iova, access, want)                    \
-	do {                                                                   \
-		struct ibv_mr *m_;                                             \
-		int e_;                                                        \
-		errno = 0;                                                     \
-		m_ = ibv_reg_dmabuf_mr(fu.pd, off, len, iova, fd,              \
-				       (int)(access));                         \
-		e_ = errno;                                                    \
-		fu_expect(!m_ && e_ == (want),                                 \
-			  "reg_dmabuf_mr(fd %d off %#" PRIx64 " len %#zx "     \
-			  "iova %#" PRIx64 " access %#x): %s, want %s",        \
-			  (int)(fd), (uint64_t)(off), (size_t)(len),           \
-			  (uint64_t)(iova), (unsigned int)(access),            \
-			  m_ ? "succeeded" : fu_errname(e_),                   \
-			  fu_errname(want));                                   \
-		if (m_)                                                        \
-			ibv_dereg_mr(m_);                                      \
-	} while (0)
+	fu_expect_dmabuf_err(fu.pd, off, len, iova, fd, access, want)
 
 static void test_dmabuf_memfd_accepted_with_test_aid(void **state)
 {
