@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include "transport/host/shm_layout.h"
@@ -138,6 +139,46 @@ static inline struct srdma_shm_access *
 srdma_seg_access(struct srdma_seg_hdr *s, unsigned int i)
 {
 	return (struct srdma_shm_access *)((char *)s + s->acc_off) + i;
+}
+
+/**
+ * srdma_shm_mutex_init() - make @m a process-shared robust mutex.
+ * Return: 0 or -errno.
+ */
+int srdma_shm_mutex_init(pthread_mutex_t *m);
+/**
+ * srdma_shm_lock() - lock a shared mutex, recovering it when its holder
+ * died. Return: true if the previous holder died inside its section.
+ */
+bool srdma_shm_lock(pthread_mutex_t *m);
+void srdma_shm_unlock(pthread_mutex_t *m);
+
+static inline struct srdma_shm_cq *srdma_seg_cq(struct srdma_seg_hdr *s,
+						unsigned int i)
+{
+	return (struct srdma_shm_cq *)((char *)s + s->cq_off) + i;
+}
+
+static inline struct srdma_shm_qp *srdma_seg_qp(struct srdma_seg_hdr *s,
+						unsigned int i)
+{
+	return (struct srdma_shm_qp *)((char *)s + s->qp_off) + i;
+}
+
+static inline struct srdma_shm_srq *srdma_seg_srq(struct srdma_seg_hdr *s,
+						  unsigned int i)
+{
+	return (struct srdma_shm_srq *)((char *)s + s->srq_off) + i;
+}
+
+static inline struct srdma_shm_aq *srdma_seg_aq(struct srdma_seg_hdr *s)
+{
+	return (struct srdma_shm_aq *)((char *)s + s->aq_off);
+}
+
+static inline void *srdma_seg_ptr(struct srdma_seg_hdr *s, uint64_t off)
+{
+	return (char *)s + off;
 }
 
 static inline struct srdma_shm_key *srdma_seg_keys(struct srdma_seg_hdr *s)

@@ -24,17 +24,35 @@
 
 #define SEG_ALIGN 4096u
 
-static size_t seg_layout(uint32_t key_slots, uint64_t *acc_off,
-			 uint64_t *key_off)
-{
-	size_t off = sizeof(struct srdma_seg_hdr);
+struct seg_offs {
+	uint64_t acc, key, cq, qp, srq, aq, arena;
+};
 
-	*acc_off = off;
+static uint64_t align_up(uint64_t off)
+{
+	return (off + SEG_ALIGN - 1) & ~(uint64_t)(SEG_ALIGN - 1);
+}
+
+/* The one place that lays a segment out; peers recompute and compare. */
+static size_t seg_layout(uint32_t key_slots, struct seg_offs *o)
+{
+	uint64_t off = sizeof(struct srdma_seg_hdr);
+
+	o->acc = off;
 	off += SRDMA_SEG_ACCESS_RECORDS * sizeof(struct srdma_shm_access);
-	off = (off + SEG_ALIGN - 1) & ~(size_t)(SEG_ALIGN - 1);
-	*key_off = off;
-	off += (size_t)key_slots * sizeof(struct srdma_shm_key);
-	return (off + SEG_ALIGN - 1) & ~(size_t)(SEG_ALIGN - 1);
+	o->key = off = align_up(off);
+	off += (uint64_t)key_slots * sizeof(struct srdma_shm_key);
+	o->cq = off = align_up(off);
+	off += (uint64_t)SRDMA_SEG_CQ_SLOTS * sizeof(struct srdma_shm_cq);
+	o->qp = off = align_up(off);
+	off += (uint64_t)SRDMA_SEG_QP_SLOTS * sizeof(struct srdma_shm_qp);
+	o->srq = off = align_up(off);
+	off += (uint64_t)SRDMA_SEG_SRQ_SLOTS * sizeof(struct srdma_shm_srq);
+	o->aq = off = align_up(off);
+	off += sizeof(struct srdma_shm_aq);
+	o->arena = off = align_up(off);
+	off += SRDMA_SEG_ARENA_SIZE;
+	return (size_t)align_up(off);
 }
 
 static int claim_entry(struct srdma_host_ctx *h, const char *dev_name)
@@ -93,7 +111,7 @@ static void publish_entry(struct srdma_host_ctx *h, uint32_t state)
 int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 		      uint32_t key_slots)
 {
-	uint64_t acc_off, key_off;
+	struct seg_offs o;
 	char path[320];
 	size_t size;
 	void *map;
@@ -113,7 +131,7 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 	if (ret)
 		goto err_close_reg;
 
-	size = seg_layout(key_slots, &acc_off, &key_off);
+	size = seg_layout(key_slots, &o);
 	snprintf(path, sizeof(path), "%s/%s", h->dir, h->seg_name);
 	h->seg_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (h->seg_fd < 0) {
@@ -139,16 +157,34 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 	h->seg->owner_start = h->start_time;
 	h->seg->seg_size = size;
 	snprintf(h->seg->dev_name, sizeof(h->seg->dev_name), "%s", dev_name);
-	h->seg->key_off = key_off;
+	h->seg->key_off = o.key;
 	h->seg->key_slots = key_slots;
 	h->seg->key_entry_size = sizeof(struct srdma_shm_key);
-	h->seg->acc_off = acc_off;
+	h->seg->acc_off = o.acc;
+	h->seg->cq_off = o.cq;
+	h->seg->cq_slots = SRDMA_SEG_CQ_SLOTS;
+	h->seg->cq_entry_size = sizeof(struct srdma_shm_cq);
+	h->seg->qp_off = o.qp;
+	h->seg->qp_slots = SRDMA_SEG_QP_SLOTS;
+	h->seg->qp_entry_size = sizeof(struct srdma_shm_qp);
+	h->seg->srq_off = o.srq;
+	h->seg->srq_slots = SRDMA_SEG_SRQ_SLOTS;
+	h->seg->srq_entry_size = sizeof(struct srdma_shm_srq);
+	h->seg->aq_off = o.aq;
+	h->seg->arena_off = o.arena;
+	h->seg->arena_size = SRDMA_SEG_ARENA_SIZE;
+	ret = srdma_shm_mutex_init(&srdma_seg_aq(h->seg)->lock);
+	if (ret)
+		goto err_unmap;
 	h->seg->acc_count = SRDMA_SEG_ACCESS_RECORDS;
 	h->seg->acc_entry_size = sizeof(struct srdma_shm_access);
 	/* The key scramble parameters are set by the key table before the
 	 * context is published; magic goes last. */
 	return 0;
 
+err_unmap:
+	munmap(h->seg, size);
+	h->seg = NULL;
 err_unlink:
 	unlink(path);
 	close(h->seg_fd);
@@ -190,7 +226,7 @@ int srdma_peer_seg_map(const char *dir, const char *seg_name,
 	struct srdma_seg_hdr *s;
 	char path[320];
 	struct stat st;
-	uint64_t acc_off, key_off;
+	struct seg_offs o;
 	int fd, ret = 0;
 	void *map;
 
@@ -223,8 +259,16 @@ int srdma_peer_seg_map(const char *dir, const char *seg_name,
 	    s->acc_entry_size != sizeof(struct srdma_shm_access) ||
 	    s->acc_count != SRDMA_SEG_ACCESS_RECORDS ||
 	    s->seg_size != (uint64_t)st.st_size ||
-	    seg_layout(s->key_slots, &acc_off, &key_off) != s->seg_size ||
-	    acc_off != s->acc_off || key_off != s->key_off) {
+	    seg_layout(s->key_slots, &o) != s->seg_size ||
+	    o.acc != s->acc_off || o.key != s->key_off ||
+	    o.cq != s->cq_off || s->cq_slots != SRDMA_SEG_CQ_SLOTS ||
+	    s->cq_entry_size != sizeof(struct srdma_shm_cq) ||
+	    o.qp != s->qp_off || s->qp_slots != SRDMA_SEG_QP_SLOTS ||
+	    s->qp_entry_size != sizeof(struct srdma_shm_qp) ||
+	    o.srq != s->srq_off || s->srq_slots != SRDMA_SEG_SRQ_SLOTS ||
+	    s->srq_entry_size != sizeof(struct srdma_shm_srq) ||
+	    o.aq != s->aq_off || o.arena != s->arena_off ||
+	    s->arena_size != SRDMA_SEG_ARENA_SIZE) {
 		munmap(map, (size_t)st.st_size);
 		ret = -EPROTO;
 		goto out;
@@ -310,4 +354,39 @@ void srdma_host_acc_release(struct srdma_host_ctx *h, int idx)
 {
 	atomic_fetch_and_explicit(&h->acc_busy, ~(1ull << idx),
 				  memory_order_release);
+}
+
+int srdma_shm_mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+	int ret;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	ret = pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+	return -ret;
+}
+
+bool srdma_shm_lock(pthread_mutex_t *m)
+{
+	int ret = pthread_mutex_lock(m);
+
+	if (ret == EOWNERDEAD) {
+		/* The holder died inside its section. Every section in the
+		 * segment publishes its result with one final store, so the
+		 * protected state is consistent; the caller may repair more. */
+		pthread_mutex_consistent(m);
+		srdma_dbg("shared lock %p: previous holder died", (void *)m);
+		return true;
+	}
+	if (ret)
+		srdma_err("shared lock %p: %s", (void *)m, strerror(ret));
+	return false;
+}
+
+void srdma_shm_unlock(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
 }

@@ -14,10 +14,21 @@
  *                     Writers serialise with flock(LOCK_EX) on the file;
  *                     readers are lock-free (state is published last).
  *   ctx.<lid>.<pid>   one per open device context: its key table (MRs and
- *                     MWs, validated by any initiator on the host) and its
+ *                     MWs, validated by any initiator on the host), its
  *                     access records (what this context, as an initiator,
  *                     is touching right now, so a dead initiator's in-flight
- *                     marks can be cleared by whoever drains).
+ *                     marks can be cleared by whoever drains), and since
+ *                     version 2 its data-path objects: CQ, QP and SRQ tables,
+ *                     an async event ring and a ring arena holding CQ rings
+ *                     and receive queues. Initiators in other processes
+ *                     consume receive WQEs and post CQEs here themselves
+ *                     (target passivity).
+ *   chan.<lid>.<pid>.<n>, async.<lid>.<pid>
+ *                     FIFOs: one byte per wake-up of a completion channel /
+ *                     of the context's async event fd. The owner holds the
+ *                     read end (the application's fd), initiators write.
+ *   atomics           one per host and user: robust mutexes that serialise
+ *                     every RDMA atomic on the host (IBV_ATOMIC_HCA).
  *
  * Design notes and the lock order: docs/design/host-segment.md.
  */
@@ -25,6 +36,7 @@
 #define SRDMA_TRANSPORT_HOST_SHM_LAYOUT_H
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -34,7 +46,7 @@
 #define SRDMA_QPN_SHIFT 14		/* 16383 QPNs per context */
 
 #define SRDMA_SEG_MAGIC 0x53445253u	/* "SRDS" */
-#define SRDMA_SEG_VERSION 1
+#define SRDMA_SEG_VERSION 2
 
 /* Registry entry states. */
 enum {
@@ -159,8 +171,198 @@ struct srdma_seg_hdr {
 	_Atomic uint64_t n_dereg;
 	_Atomic uint64_t n_live_mr;
 	_Atomic uint64_t n_live_mw;
-	uint64_t reserved[14];
+	/* version 2: the data path; all immutable after publish */
+	uint64_t cq_off;		/* CQ table */
+	uint32_t cq_slots;
+	uint32_t cq_entry_size;		/* sizeof(struct srdma_shm_cq) */
+	uint64_t qp_off;		/* QP table, index = QPN low bits */
+	uint32_t qp_slots;
+	uint32_t qp_entry_size;		/* sizeof(struct srdma_shm_qp) */
+	uint64_t srq_off;		/* SRQ table */
+	uint32_t srq_slots;
+	uint32_t srq_entry_size;	/* sizeof(struct srdma_shm_srq) */
+	uint64_t arena_off;		/* rings; owner allocates, page units */
+	uint64_t arena_size;
+	uint64_t aq_off;		/* struct srdma_shm_aq */
+	uint64_t reserved[5];
 };
 static_assert(sizeof(struct srdma_seg_hdr) == 256, "segment header is ABI");
+
+
+/* ---- version 2: data-path objects -------------------------------------- */
+
+/*
+ * Locks in shared memory are glibc process-shared robust mutexes: a holder
+ * that dies leaves EOWNERDEAD to the next locker, who repairs and goes on
+ * (srdma_shm_lock()). Their size is part of this ABI.
+ */
+static_assert(sizeof(pthread_mutex_t) == 40, "shared mutex size is ABI");
+
+#define SRDMA_SEG_CQ_SLOTS 4096u
+#define SRDMA_SEG_QP_SLOTS (1u << SRDMA_QPN_SHIFT)	/* slot 0 unused */
+#define SRDMA_SEG_SRQ_SLOTS 4096u
+#define SRDMA_SEG_ARENA_SIZE (1ull << 30)		/* sparse */
+#define SRDMA_SEG_AQ_SLOTS 64u
+
+/* Object table entry states (CQ, QP, SRQ). */
+enum {
+	SRDMA_OBJ_FREE = 0,
+	SRDMA_OBJ_LIVE = 1,	/* published: initiators may use it */
+};
+
+/*
+ * One completion: written by any producer (the owner for its own send
+ * completions, an initiator for this context's receive completions)
+ * under the CQ's plock, published by storing seq = position + 1 last
+ * (release); consumed by the owner only.
+ */
+struct srdma_shm_cqe {
+	_Atomic uint64_t seq;
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm;			/* imm_data (network order) or
+					 * invalidated rkey */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint8_t status;			/* enum ibv_wc_status */
+	uint8_t opcode;			/* enum ibv_wc_opcode */
+	uint16_t wc_flags;
+	uint16_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+	uint16_t pkey_index;
+	uint16_t reserved0;
+	uint32_t vendor_err;
+	uint64_t reserved[2];
+};
+static_assert(sizeof(struct srdma_shm_cqe) == 64, "CQE is ABI");
+
+/* CQ arming, stored in srdma_shm_cq.armed. */
+enum {
+	SRDMA_CQ_DISARMED = 0,
+	SRDMA_CQ_ARMED_ANY = 1,
+	SRDMA_CQ_ARMED_SOLICITED = 2,
+};
+
+struct srdma_shm_cq {
+	pthread_mutex_t plock;		/* producers (robust, pshared) */
+	_Atomic uint32_t state;		/* SRDMA_OBJ_*; owner, release */
+	uint32_t size;			/* ring slots, power of two; owner,
+					 * changed only under plock (resize) */
+	uint64_t ring_off;		/* segment offset; as size */
+	uint64_t prod;			/* plock: next position to write */
+	_Atomic uint64_t cons;		/* owner: next position to read */
+	_Atomic uint32_t armed;		/* owner arms, producers disarm */
+	_Atomic uint32_t fired;		/* producer that disarmed sets it,
+					 * owner's get_cq_event clears it */
+	_Atomic uint32_t overflow;	/* producers: a CQE did not fit */
+	uint32_t chan;			/* completion channel number + 1, 0
+					 * for none; immutable while LIVE */
+	uint32_t gen;			/* bumped per create; immutable */
+	uint32_t limit;			/* the application's cqe; as size */
+	uint64_t reserved[4];
+};
+static_assert(sizeof(struct srdma_shm_cq) == 128, "CQ entry is ABI");
+
+/* A receive WQE in an RQ or SRQ ring (max_sge entries follow). */
+struct srdma_shm_rsge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+struct srdma_shm_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t reserved;
+	struct srdma_shm_rsge sge[];
+};
+static_assert(sizeof(struct srdma_shm_rwqe) == 16, "receive WQE is ABI");
+
+/*
+ * A receive queue (in a QP or an SRQ entry): the owner pushes under
+ * rlock (head, release), consumers (initiators delivering a SEND) pop
+ * under rlock (tail). The owner reuses a slot once tail passed it.
+ */
+struct srdma_shm_rq {
+	pthread_mutex_t rlock;		/* robust, pshared */
+	uint64_t ring_off;		/* segment offset; immutable */
+	uint32_t size;			/* slots, power of two; immutable */
+	uint32_t max_sge;		/* immutable */
+	uint32_t wqe_size;		/* bytes per slot; immutable */
+	uint32_t reserved0;
+	_Atomic uint64_t head;		/* rlock; owner */
+	_Atomic uint64_t tail;		/* rlock; consumers */
+};
+static_assert(sizeof(struct srdma_shm_rq) == 80, "receive queue is ABI");
+
+struct srdma_shm_qp {
+	struct srdma_shm_rq rq;		/* unused (size 0) with an SRQ */
+	_Atomic uint32_t state;		/* enum ibv_qp_state; owner, and any
+					 * initiator moving it to ERR */
+	_Atomic uint32_t live;		/* SRDMA_OBJ_*; owner */
+	uint32_t gen;			/* bumped per create; immutable */
+	uint8_t type;			/* enum ibv_qp_type; immutable */
+	uint8_t min_rnr_timer;		/* owner (modify) */
+	uint16_t reserved0;
+	uint32_t pd_handle;		/* immutable */
+	_Atomic uint32_t access;	/* qp_access_flags; owner */
+	_Atomic uint32_t qkey;		/* owner */
+	_Atomic uint32_t dest_qpn;	/* RC/UC peer; owner */
+	_Atomic uint32_t dlid;		/* RC/UC peer; owner */
+	uint32_t send_cq;		/* CQ slot; immutable */
+	uint32_t recv_cq;		/* CQ slot; immutable */
+	uint32_t srq;			/* SRQ slot + 1, 0 for none; immutable */
+	uint32_t sq_psn;		/* owner (status only) */
+	uint32_t rq_psn;		/* owner (status only) */
+	_Atomic uint64_t n_sent;	/* counters for srdma status; relaxed */
+	_Atomic uint64_t n_recv;
+	uint64_t reserved[13];
+};
+static_assert(sizeof(struct srdma_shm_qp) == 256, "QP entry is ABI");
+
+struct srdma_shm_srq {
+	struct srdma_shm_rq rq;
+	_Atomic uint32_t live;		/* SRDMA_OBJ_*; owner */
+	uint32_t gen;			/* immutable */
+	uint32_t pd_handle;		/* immutable */
+	_Atomic uint32_t limit;		/* owner arms; the consumer that
+					 * crosses it disarms (0) */
+	_Atomic uint32_t error;		/* owner: SRQ in error */
+	uint32_t reserved0;
+	uint64_t reserved[3];
+};
+static_assert(sizeof(struct srdma_shm_srq) == 128, "SRQ entry is ABI");
+
+/* Async events posted by anyone for the owner to read. */
+enum {
+	SRDMA_AEV_OBJ_NONE = 0,
+	SRDMA_AEV_OBJ_CQ = 1,
+	SRDMA_AEV_OBJ_QP = 2,
+	SRDMA_AEV_OBJ_SRQ = 3,
+	SRDMA_AEV_OBJ_PORT = 4,
+};
+struct srdma_shm_aev {
+	uint32_t type;			/* enum ibv_event_type */
+	uint32_t obj;			/* SRDMA_AEV_OBJ_* */
+	uint32_t slot;			/* object slot (QP: QPN low bits) */
+	uint32_t gen;			/* object generation */
+};
+struct srdma_shm_aq {
+	pthread_mutex_t lock;		/* robust, pshared */
+	uint64_t head;			/* lock: next to read (owner) */
+	uint64_t tail;			/* lock: next to write */
+	uint64_t dropped;		/* lock: events lost to a full ring */
+	struct srdma_shm_aev ev[SRDMA_SEG_AQ_SLOTS];
+};
+
+/* The host's atomic lock table (file "atomics"). */
+#define SRDMA_ATOMIC_MAGIC 0x41445253u	/* "SRDA" */
+#define SRDMA_ATOMIC_LOCKS 256u
+struct srdma_atomic_file {
+	uint32_t magic;
+	uint32_t nlocks;
+	uint64_t reserved[7];
+	pthread_mutex_t lock[SRDMA_ATOMIC_LOCKS];	/* robust, pshared */
+};
 
 #endif
