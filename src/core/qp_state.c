@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * qp_state.c - the QP state machine's rules: which transitions exist,
+ * which attributes each one takes, and which values are acceptable.
+ *
+ * The transition table is the InfiniBand one (QP state diagram plus the
+ * Modify QP verb's required/optional attribute lists) as the Linux kernel's
+ * ib_modify_qp_is_ok() encodes it, restricted to RC, UC and UD, so that an
+ * application sees the same EINVALs here as on rxe, siw or a real HCA.
+ * Two properties of that encoding are kept on purpose:
+ *
+ *  - Legality is per (cur, next) pair, not per type; only the attribute
+ *    masks differ by type. So SQE -> RTS is legal for RC with IBV_QP_STATE
+ *    alone, although an RC QP never reaches SQE (a send error takes it to
+ *    ERR) unless the caller claims so with IBV_QP_CUR_STATE, which that
+ *    row does not allow for RC.
+ *  - IBV_QP_RATE_LIMIT is optional exactly where the kernel accepts it for
+ *    these types: RC, on INIT -> RTR, RTR -> RTS and RTS -> RTS. UC and UD
+ *    never take it.
+ *
+ * IBV_QP_CUR_STATE appears only in rows leaving RTR, RTS, SQD or SQE, the
+ * states from which the spec lets a consumer assert the current state.
+ *
+ * The table is sized by state and indexed by a small type index; a row
+ * that is absent (valid == false) is an illegal transition.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/qp_state.h"
+#include "util/compiler.h"
+
+enum { T_RC, T_UC, T_UD, NR_TYPES };
+
+struct qp_transition {
+	bool valid;
+	int req[NR_TYPES];	/* bits that must be present */
+	int opt[NR_TYPES];	/* bits that may be present */
+};
+
+#define NR_STATES (IBV_QPS_ERR + 1)
+
+/* clang-format off */
+/* Attribute groups that recur in the rows below. */
+#define PATH_RC (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | \
+		 IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER)
+#define PATH_UC (IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | \
+		 IBV_QP_PATH_MIG_STATE)
+
+static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
+	[IBV_QPS_RESET] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_INIT] = {
+			.valid = true,
+			.req = {
+				[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_QKEY,
+			},
+		},
+	},
+	[IBV_QPS_INIT] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_INIT] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_QKEY,
+			},
+		},
+		[IBV_QPS_RTR] = {
+			.valid = true,
+			.req = {
+				[T_RC] = IBV_QP_AV | IBV_QP_PATH_MTU |
+					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					 IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_MIN_RNR_TIMER,
+				[T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU |
+					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+			},
+			.opt = {
+				[T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_PKEY_INDEX | IBV_QP_RATE_LIMIT,
+				[T_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_PKEY_INDEX,
+				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+			},
+		},
+	},
+	[IBV_QPS_RTR] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.req = {
+				[T_RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC,
+				[T_UC] = IBV_QP_SQ_PSN,
+				[T_UD] = IBV_QP_SQ_PSN,
+			},
+			.opt = {
+				[T_RC] = IBV_QP_CUR_STATE | PATH_RC |
+					 IBV_QP_RATE_LIMIT,
+				[T_UC] = IBV_QP_CUR_STATE | PATH_UC,
+				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+			},
+		},
+	},
+	[IBV_QPS_RTS] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = IBV_QP_CUR_STATE | PATH_RC |
+					 IBV_QP_RATE_LIMIT,
+				[T_UC] = IBV_QP_CUR_STATE | PATH_UC,
+				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+			},
+		},
+		[IBV_QPS_SQD] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				[T_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				[T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+			},
+		},
+	},
+	[IBV_QPS_SQD] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = IBV_QP_CUR_STATE | PATH_RC,
+				[T_UC] = IBV_QP_CUR_STATE | PATH_UC,
+				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+			},
+		},
+		/* While drained, the path and the depths may be changed. */
+		[IBV_QPS_SQD] = {
+			.valid = true,
+			.opt = {
+				[T_RC] = PATH_RC | IBV_QP_PORT | IBV_QP_AV |
+					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY |
+					 IBV_QP_MAX_QP_RD_ATOMIC |
+					 IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_PKEY_INDEX,
+				[T_UC] = PATH_UC | IBV_QP_AV |
+					 IBV_QP_PKEY_INDEX,
+				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+			},
+		},
+	},
+	[IBV_QPS_SQE] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = {
+			.valid = true,
+			.opt = {
+				[T_UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS,
+				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+			},
+		},
+	},
+	[IBV_QPS_ERR] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+	},
+};
+/* clang-format on */
+
+static int type_index(enum ibv_qp_type type)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return T_RC;
+	case IBV_QPT_UC:
+		return T_UC;
+	case IBV_QPT_UD:
+		return T_UD;
+	default:
+		return -1;
+	}
+}
+
+static bool state_ok(enum ibv_qp_state s)
+{
+	return (unsigned int)s < NR_STATES;
+}
+
+int srdma_qp_modify_check(enum ibv_qp_type type, enum ibv_qp_state cur,
+			  enum ibv_qp_state next, int attr_mask)
+{
+	const struct qp_transition *t;
+	int ti = type_index(type);
+	int req, opt;
+
+	if (ti < 0)
+		return -EOPNOTSUPP;
+	if (!(attr_mask & IBV_QP_STATE))
+		next = cur;
+	if (!state_ok(cur) || !state_ok(next))
+		return -EINVAL;
+	t = &qp_table[cur][next];
+	if (!t->valid)
+		return -EINVAL;
+	req = t->req[ti];
+	opt = t->opt[ti];
+	if ((attr_mask & req) != req)
+		return -EINVAL;
+	if (attr_mask & ~(req | opt | IBV_QP_STATE))
+		return -EINVAL;
+	return 0;
+}
+
+/* The rules an address vector must obey: our one port, a real SGID. */
+static bool ah_ok(const struct ibv_ah_attr *ah,
+		  const struct srdma_qp_limits *lim)
+{
+	if (ah->port_num != 1)
+		return false;
+	if (ah->is_global && ah->grh.sgid_index >= lim->gid_tbl_len)
+		return false;
+	return true;
+}
+
+#define QP_ACCESS_ALLOWED                                                      \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+int srdma_qp_attr_check(enum ibv_qp_type type, const struct ibv_qp_attr *attr,
+			int attr_mask, const struct srdma_qp_limits *lim)
+{
+	if ((attr_mask & IBV_QP_STATE) && !state_ok(attr->qp_state))
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_CUR_STATE) && !state_ok(attr->cur_qp_state))
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_PORT) && attr->port_num != 1)
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= 1)
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_PATH_MTU) &&
+	    (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096))
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > lim->max_qp_rd_atom)
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > lim->max_qp_dest_rd_atom)
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~(unsigned int)QP_ACCESS_ALLOWED))
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_AV) && !ah_ok(&attr->ah_attr, lim))
+		return -EINVAL;
+	if ((attr_mask & IBV_QP_ALT_PATH) &&
+	    (attr->alt_port_num != 1 || attr->alt_pkey_index >= 1 ||
+	     attr->alt_timeout > 31 || !ah_ok(&attr->alt_ah_attr, lim)))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * The AETH RNR NAK timer encoding, in units of 10 us. Code 0 is the longest
+ * delay; from code 2 on the values alternate 2 * 2^k and 3 * 2^k.
+ */
+/* clang-format off */
+static const uint32_t rnr_timer_10us[32] = {
+	65536, 1,     2,     3,     4,     6,     8,     12,
+	16,    24,    32,    48,    64,    96,    128,   192,
+	256,   384,   512,   768,   1024,  1536,  2048,  3072,
+	4096,  6144,  8192,  12288, 16384, 24576, 32768, 49152,
+};
+/* clang-format on */
+
+uint64_t srdma_rnr_timer_ns(uint8_t code)
+{
+	if (code > 31)
+		code = 31;
+	return (uint64_t)rnr_timer_10us[code] * 10000;
+}
+
+uint64_t srdma_ack_timeout_ns(uint8_t code)
+{
+	if (!code)
+		return UINT64_MAX;
+	if (code > 31)
+		code = 31;
+	return 4096ull << code;
+}
+
+const char *srdma_qp_state_str(enum ibv_qp_state s)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET",
+		[IBV_QPS_INIT] = "INIT",
+		[IBV_QPS_RTR] = "RTR",
+		[IBV_QPS_RTS] = "RTS",
+		[IBV_QPS_SQD] = "SQD",
+		[IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+		[IBV_QPS_UNKNOWN] = "UNKNOWN",
+	};
+
+	return (unsigned int)s < ARRAY_SIZE(names) ? names[s] : "?";
+}
