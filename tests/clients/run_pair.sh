@@ -22,11 +22,12 @@
 #
 # Pass: both exit 0 and the output is sane. pingpong: each side prints
 # "N bytes in S seconds = R Mbit/sec" and "N iters in S seconds = U
-# usec/iter" with R, U > 0. bw/lat: the client prints a perftest results
-# row (every field numeric) with BW average > 0 (bw) or t_typical and t_avg
-# > 0 (lat); the server side of some tests measures nothing, so only the
-# client is checked. Both outputs are always printed, the client's is also
-# copied to FILE (run_data_bench.sh reads it).
+# usec/iter" with R, U > 0. bw/lat: the client prints perftest's "#bytes"
+# header and then a results row (every field numeric) with BW average > 0
+# (bw) or t_typical and t_avg > 0 (lat); the server side of some tests
+# measures nothing, so only the client is checked. Both outputs are
+# always printed; the client's is also copied to FILE (run_data_bench.sh
+# reads it).
 #
 # Exit: 0 pass, 1 fail, 2 usage, 77 (CTest skip) if PROGRAM is not
 # installed.
@@ -80,14 +81,15 @@ alive()
 # TERM, then KILL whatever is still there a second later.
 kill_all()
 {
-	local p n
+	local p tries=10
 
 	for p in $srv_pid $cli_pid; do
 		alive "$p" && kill -TERM "$p" 2>/dev/null
 	done
-	for n in 1 2 3 4 5 6 7 8 9 10; do
+	while [ "$tries" -gt 0 ]; do
 		alive "$srv_pid" || alive "$cli_pid" || return 0
 		sleep 0.1
+		tries=$((tries - 1))
 	done
 	for p in $srv_pid $cli_pid; do
 		alive "$p" && kill -KILL "$p" 2>/dev/null
@@ -104,6 +106,7 @@ show()
 	echo "-----"
 }
 
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup()
 {
 	kill_all
@@ -157,7 +160,8 @@ cli_pid=$!
 
 # Reap both. A side's status is recorded once it is gone; after the first
 # failure the survivor only has GRACE seconds left.
-srv_rc= cli_rc=
+srv_rc=''
+cli_rc=''
 deadline=$((start + timeout))
 while [ -z "$srv_rc" ] || [ -z "$cli_rc" ]; do
 	if [ -z "$srv_rc" ] && ! alive "$srv_pid"; then
@@ -177,12 +181,17 @@ while [ -z "$srv_rc" ] || [ -z "$cli_rc" ]; do
 	[ -n "$srv_rc" ] && [ -n "$cli_rc" ] && break
 	if [ "$SECONDS" -ge "$deadline" ]; then
 		kill_all
-		fail_msg="timed out after $((SECONDS - start)) s:"
+		if [ "${srv_rc:-0}" != 0 ] || [ "${cli_rc:-0}" != 0 ]; then
+			fail_msg="one side failed, the other was killed $GRACE s later:"
+		else
+			fail_msg="timed out after $((SECONDS - start)) s:"
+		fi
 		[ -n "$srv_rc" ] && fail_msg+=" server exited $srv_rc;" ||
 			fail_msg+=" server killed;"
 		[ -n "$cli_rc" ] && fail_msg+=" client exited $cli_rc" ||
 			fail_msg+=" client killed"
-		srv_pid= cli_pid=
+		srv_pid=''
+		cli_pid=''
 		fail "$@"
 	fi
 	sleep 0.05
@@ -209,9 +218,11 @@ check_output()
 			fail_msg="$side: no positive 'Mbit/sec' and 'usec/iter' lines"
 		;;
 	bw | lat)
-		# A results row: at least 5 (bw) or 6 (lat) fields, all numbers.
+		# A results row: after the "#bytes" header, at least 5 (bw)
+		# or 6 (lat) fields, all numbers.
 		awk -v kind="$kind" '
-		{
+		/#bytes/ { hdr = 1; next }
+		hdr {
 			for (i = 1; i <= NF; i++)
 				if ($i !~ /^[0-9]+(\.[0-9]+)?$/)
 					next
