@@ -6,11 +6,14 @@
  */
 #include "bench_util.h"
 
+#include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 const struct bench_size bench_sizes[] = {
 	{4096, 2000},
@@ -145,4 +148,70 @@ int bench_parse_common(const char *arg, unsigned int *scale)
 		return 1;
 	}
 	return 0;
+}
+
+int bench_pin_cpu(unsigned int nth)
+{
+	cpu_set_t set, one;
+	int cpu;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set) || nth--)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		return sched_setaffinity(0, sizeof(one), &one) ? -1 : cpu;
+	}
+	return -1;
+}
+
+int bench_send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			perror("bench: write to peer");
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int bench_recv_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				fprintf(stderr, "bench: peer closed the socket\n");
+			else
+				perror("bench: read from peer");
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+void bench_report_bw(const char *prefix, size_t size, unsigned int n,
+		     uint64_t ns)
+{
+	printf("%s size=%zu gb_per_s=%.2f n=%u\n", prefix, size,
+	       ns ? (double)size * n / (double)ns : 0.0, n);
+	fflush(stdout);
 }

@@ -9,10 +9,16 @@
  * before timing, each sample is one register+deregister pair timed with
  * CLOCK_MONOTONIC, and the report is the median and p90 of the samples.
  * Single-threaded; not a library.
+ *
+ * The data-path benchmarks (bench_xmem, bench_fi_shm) are two processes
+ * that fork and talk over a socketpair; the helpers at the end pin each to
+ * its own CPU, move fixed-size records over that socket, and report a
+ * bandwidth.
  */
 #ifndef SRDMA_BENCH_UTIL_H
 #define SRDMA_BENCH_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,5 +80,33 @@ int bench_run(const char *prefix, bench_pair_fn pair, void *ctx,
  * Return: 1 if consumed, 0 if not ours.
  */
 int bench_parse_common(const char *arg, unsigned int *scale);
+
+/**
+ * bench_pin_cpu() - pin the calling process to one CPU.
+ * @nth: index into the CPUs of the caller's current affinity mask
+ *
+ * Two processes that both spin need a CPU each; pinning them to different
+ * ones keeps the scheduler from ever putting them on the same one.
+ * Return: the CPU number, or -1 if the mask has fewer than @nth + 1 CPUs
+ * or the call failed (the caller decides whether that matters).
+ */
+int bench_pin_cpu(unsigned int nth);
+
+/**
+ * bench_send_all() / bench_recv_all() - move exactly @len bytes over @fd.
+ * Return: 0, or -1 after printing why (EOF counts as failure).
+ */
+int bench_send_all(int fd, const void *buf, size_t len);
+int bench_recv_all(int fd, void *buf, size_t len);
+
+/**
+ * bench_report_bw() - print "<prefix> size=<s> gb_per_s=<g> n=<n>".
+ * @ns: time taken by @n transfers of @size bytes; GB is 10^9 bytes.
+ */
+void bench_report_bw(const char *prefix, size_t size, unsigned int n,
+		     uint64_t ns);
+
+/* Spin loops give up after this long: the peer has died or hangs. */
+#define BENCH_SPIN_LIMIT_NS (10ULL * 1000 * 1000 * 1000)
 
 #endif /* SRDMA_BENCH_UTIL_H */

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential cmake pkg-config libcmocka-dev
       libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils
-      perftest python3-pyverbs libucx-dev iproute2 procps cppcheck)
+      perftest python3-pyverbs libucx-dev libfabric-dev iproute2 procps
+      cppcheck)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
