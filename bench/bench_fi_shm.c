@@ -46,25 +46,25 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
-#define BW_SIZE (1UL << 20)
+#define BW_SIZE	 (1UL << 20)
 #define BW_ITERS 3000
 #define PP_ITERS 50000
-#define WINDOW 16u
+#define WINDOW	 16u
 
 /* The page after the data buffer; words the peer writes are atomic. */
 struct ctl {
-	_Atomic uint64_t rx;	/* ping-pong: written by the peer */
+	_Atomic uint64_t rx; /* ping-pong: written by the peer */
 	char pad0[56];
-	_Atomic uint64_t stop;	/* bandwidth: written by the peer at the end */
+	_Atomic uint64_t stop; /* bandwidth: written by the peer at the end */
 	char pad1[56];
-	uint64_t tx;		/* source of our 8-byte writes */
+	uint64_t tx; /* source of our 8-byte writes */
 };
 
 #define REGION_SIZE (BW_SIZE + 4096)
 
 /* What each side tells the other after setting up. */
 struct hello {
-	uint64_t base;		/* remote address of the region's first byte */
+	uint64_t base; /* remote address of the region's first byte */
 	uint64_t key;
 	int cpu;
 	uint32_t namelen;
@@ -79,13 +79,13 @@ struct fi {
 	struct fid_av *av;
 	struct fid_ep *ep;
 	struct fid_mr *mr;
-	void *desc;		/* local descriptor (FI_MR_LOCAL), else NULL */
-	char *region;		/* REGION_SIZE bytes, registered */
+	void *desc;   /* local descriptor (FI_MR_LOCAL), else NULL */
+	char *region; /* REGION_SIZE bytes, registered */
 	struct ctl *ctl;
 	fi_addr_t peer;
 	uint64_t peer_base;
 	uint64_t peer_key;
-	unsigned int posted;	/* writes not yet completed */
+	unsigned int posted; /* writes not yet completed */
 	int sock;
 	bool spin_yield;
 	unsigned int scale;
@@ -471,7 +471,8 @@ static int side_main(struct fi *f, bool parent)
 	f->spin_yield = cpu < 0 || peer_cpu < 0;
 	if (parent) {
 		printf("fi_shm provider=%s mr_mode=%#x cpus parent=%d "
-		       "child=%d%s\n", f->info->fabric_attr->prov_name,
+		       "child=%d%s\n",
+		       f->info->fabric_attr->prov_name,
 		       (unsigned int)f->info->domain_attr->mr_mode, cpu,
 		       peer_cpu,
 		       f->spin_yield ? " (one CPU: latency is meaningless)"

@@ -197,7 +197,8 @@ int bench_recv_all(int fd, void *buf, size_t len)
 			continue;
 		if (n <= 0) {
 			if (n == 0)
-				fprintf(stderr, "bench: peer closed the socket\n");
+				fprintf(stderr,
+					"bench: peer closed the socket\n");
 			else
 				perror("bench: read from peer");
 			return -1;

@@ -39,22 +39,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BW_SIZE (1UL << 20)
+#define BW_SIZE	 (1UL << 20)
 #define BW_ITERS 3000
 #define PP_ITERS 100000
 
 /* Mapped before the fork: the same address in both processes. */
 struct pp_word {
-	_Atomic uint64_t rx;	/* written by the peer, read by the owner */
+	_Atomic uint64_t rx; /* written by the peer, read by the owner */
 	char pad[56];
 };
 
 struct xmem {
-	int sock;		/* socketpair end: phase commands */
+	int sock; /* socketpair end: phase commands */
 	pid_t peer;
-	bool spin_yield;	/* fewer than two CPUs: spinners must yield */
-	void *bw_buf;		/* BW_SIZE bytes */
-	struct pp_word *pp;	/* own word, and the peer's at the same address */
+	bool spin_yield;    /* fewer than two CPUs: spinners must yield */
+	void *bw_buf;	    /* BW_SIZE bytes */
+	struct pp_word *pp; /* own word, and the peer's at the same address */
 	unsigned int scale;
 };
 
@@ -124,7 +124,8 @@ static int spin_for(const struct xmem *x, uint64_t want)
 		if (!start)
 			start = bench_now_ns();
 		else if (bench_now_ns() - start > BENCH_SPIN_LIMIT_NS) {
-			fprintf(stderr, "bench_xmem: no answer from the peer\n");
+			fprintf(stderr,
+				"bench_xmem: no answer from the peer\n");
 			return -1;
 		}
 	}

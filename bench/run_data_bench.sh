@@ -140,13 +140,18 @@ r_bw=${mib:+$(awk -v m="$mib" 'BEGIN { printf "%.2f", m * 1048576 / 1e9 }')}
 w_lat=$(perf "$out/write_lat.client" 5)
 s_lat=$(perf "$out/send_lat.client" 5)
 
+have_fi=
+[ -x "$fishm" ] && have_fi=1
 awk -v raw_bw="$raw_bw" -v raw_rbw="$raw_rbw" -v raw_lat="$raw_lat" \
-    -v fi_bw="$fi_bw" -v fi_lat="$fi_lat" -v have_fi="$([ -x "$fishm" ] && echo 1)" \
+    -v fi_bw="$fi_bw" -v fi_lat="$fi_lat" -v have_fi="$have_fi" \
     -v w_bw="$w_bw" -v r_bw="$r_bw" -v w_lat="$w_lat" -v s_lat="$s_lat" '
 function show(v, unit) { return v == "" ? "failed" : v " " unit }
-function ratio(a, b) { return (a == "" || b == "" || b <= 0) ? "-" : sprintf("%.2f", a / b) }
+function ratio(a, b)
+{
+	return (a == "" || b == "" || b <= 0) ? "-" : sprintf("%.2f", a / b)
+}
 # One bandwidth row: >= 0.9 x raw writev and above fi_write.
-function bw_row(name, v,   ok, why) {
+function bw_row(name, v,   ok) {
 	ok = v != "" && raw_bw != "" && v >= 0.9 * raw_bw
 	if (have_fi)
 		ok = ok && fi_bw != "" && v > fi_bw
@@ -156,7 +161,8 @@ function bw_row(name, v,   ok, why) {
 	       have_fi ? ", > fi_write" : "", ok ? "met" : "MISSED"
 }
 BEGIN {
-	print "| measure | softrdma | raw host | softrdma/raw | libfabric shm | softrdma/shm | target | result |"
+	print "| measure | softrdma | raw host | softrdma/raw | " \
+	      "libfabric shm | softrdma/shm | target | result |"
 	print "|---|---|---|---|---|---|---|---|"
 	bw_row("ib_write_bw", w_bw)
 	bw_row("ib_read_bw", r_bw)

@@ -51,7 +51,8 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-[ $# -ge 4 ] || die "usage: $0 [--timeout S] [--client-log F] KIND PORT SRDMA_EXE PROGRAM [ARGS...]"
+[ $# -ge 4 ] || die "usage: $0 [--timeout S] [--client-log F]" \
+	"KIND PORT SRDMA_EXE PROGRAM [ARGS...]"
 kind=$1 port=$2 srdma=$3 prog=$4
 shift 4
 case $kind in
@@ -205,7 +206,7 @@ fi
 # check_output FILE SIDE: apply KIND's output check; sets fail_msg.
 check_output()
 {
-	local file=$1 side=$2
+	local file=$1 side=$2 what
 
 	case $kind in
 	pingpong)
@@ -218,6 +219,8 @@ check_output()
 			fail_msg="$side: no positive 'Mbit/sec' and 'usec/iter' lines"
 		;;
 	bw | lat)
+		what='t_typical and t_avg'
+		[ "$kind" = bw ] && what='BW average'
 		# A results row: after the "#bytes" header, at least 5 (bw)
 		# or 6 (lat) fields, all numbers.
 		awk -v kind="$kind" '
@@ -232,7 +235,7 @@ check_output()
 				ok = 1
 		}
 		END { exit !ok }' "$file" ||
-			fail_msg="$side: no perftest results row with a positive $([ "$kind" = bw ] && echo 'BW average' || echo 't_typical and t_avg')"
+			fail_msg="$side: no perftest results row, or $what <= 0"
 		;;
 	esac
 	[ -z "$fail_msg" ]
