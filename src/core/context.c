@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/eventfd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/dp.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -30,6 +32,28 @@ static bool env_flag(const char *name, bool def)
 	return strcmp(v, "0") && strcasecmp(v, "no") && strcasecmp(v, "off");
 }
 
+int srdma_fifo_open(struct srdma_context *ctx, const char *kind,
+		    uint32_t num, char *path, size_t len)
+{
+	int fd;
+
+	srdma_fifo_path(ctx, path, len, ctx->host.lid, ctx->host.pid, kind,
+			num);
+	unlink(path);	/* a leftover of a dead owner with our pid */
+	if (mkfifo(path, 0600))
+		return -errno;
+	/* O_RDWR: the open does not wait for a writer, and the FIFO never
+	 * reports EOF while we hold it. */
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		int ret = -errno;
+
+		unlink(path);
+		return ret;
+	}
+	return fd;
+}
+
 int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 {
 	struct srdma_context *ctx;
@@ -39,7 +63,7 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 	srdma_log_init();
 	if (SRDMA_FAULT(CTX_ALLOC))
 		return -ENOMEM;
-	ctx = calloc(1, sizeof(*ctx));
+	ctx = calloc(1, sizeof(*ctx));	/* large: object tables by slot */
 	if (!ctx)
 		return -ENOMEM;
 	ctx->dev = dev;
@@ -51,6 +75,8 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 	ctx->rpending_tail = &ctx->rpending;
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->relaxed_cond, NULL);
+	pthread_cond_init(&ctx->prog_cond, NULL);
+	ctx->next_qp = 1;	/* QPN low bits 0 stay unused */
 
 	ret = srdma_host_attach(&ctx->host, dev->ibdev.name, SRDMA_KEY_SLOTS);
 	if (ret) {
@@ -66,14 +92,14 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 	ctx->host.seg->key_mul_inv = ctx->kt.mul_inv;
 	ctx->host.seg->key_xor = ctx->kt.xor;
 
-	ctx->async_efd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-	if (ctx->async_efd < 0) {
-		ret = -errno;
+	ret = srdma_fifo_open(ctx, "async", 0, ctx->async_path,
+			      sizeof(ctx->async_path));
+	if (ret < 0)
 		goto err_kt;
-	}
+	ctx->async_fd = ret;
 	ib = &ctx->vctx.context;
 	ib->device = &dev->ibdev;
-	ib->async_fd = ctx->async_efd;
+	ib->async_fd = ctx->async_fd;
 	/* cmd_fd: the segment, so ibv_import_device-style dup() works. */
 	ib->cmd_fd = dup(ctx->host.seg_fd);
 	if (ib->cmd_fd < 0) {
@@ -97,7 +123,8 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 err_cmdfd:
 	close(ib->cmd_fd);
 err_efd:
-	close(ctx->async_efd);
+	close(ctx->async_fd);
+	unlink(ctx->async_path);
 err_kt:
 	srdma_kt_fini(&ctx->kt);
 err_detach:
@@ -120,12 +147,17 @@ int srdma_context_close(struct srdma_context *ctx)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	srdma_relaxed_stop(ctx);
+	srdma_progress_stop(ctx);
 	srdma_handle_del(ctx, SRDMA_OBJ_CTX);
+	srdma_peer_fini(ctx);
 	srdma_host_detach(&ctx->host);
 	srdma_kt_fini(&ctx->kt);
 	close(ctx->vctx.context.cmd_fd);
-	close(ctx->async_efd);
+	close(ctx->async_fd);
+	unlink(ctx->async_path);
+	free(ctx->afree);
 	pthread_cond_destroy(&ctx->relaxed_cond);
+	pthread_cond_destroy(&ctx->prog_cond);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return 0;

@@ -40,6 +40,11 @@ enum srdma_obj_type {
 	SRDMA_OBJ_PD,
 	SRDMA_OBJ_MR,
 	SRDMA_OBJ_MW,
+	SRDMA_OBJ_CHAN,
+	SRDMA_OBJ_CQ,
+	SRDMA_OBJ_QP,
+	SRDMA_OBJ_SRQ,
+	SRDMA_OBJ_AH,
 };
 
 /**
@@ -89,10 +94,33 @@ struct srdma_context {
 	bool mem_check;			/* immutable: SRDMA_MR_CHECK != 0 */
 	bool dmabuf_memfd;		/* immutable: SRDMA_DMABUF_MEMFD=1 */
 	bool relaxed_immediate;		/* immutable: SRDMA_RELAXED_IMMEDIATE */
-	int async_efd;			/* eventfd (semaphore) behind async_fd:
-					 * one count per queued event */
-	struct ibv_async_event aq[64];	/* lock: async event ring */
-	uint32_t aq_head, aq_len;	/* lock */
+	int async_fd;			/* FIFO read end behind async_fd: one
+					 * byte per event in the segment's
+					 * async ring (srdma_aev_post) */
+	char async_path[320];		/* immutable */
+	/* data path (dp.h) */
+	struct srdma_peer *_Atomic peers[SRDMA_REG_ENTRIES + 1]; /* by LID;
+					 * written under lock */
+	struct srdma_peer *dead_peers;	/* lock: retired, freed at close */
+	struct srdma_cq *cq_by_slot[SRDMA_SEG_CQ_SLOTS];	/* lock */
+	struct srdma_qp *qp_by_slot[SRDMA_SEG_QP_SLOTS];	/* lock */
+	struct srdma_srq *srq_by_slot[SRDMA_SEG_SRQ_SLOTS];	/* lock */
+	uint8_t cq_minit[SRDMA_SEG_CQ_SLOTS];	/* lock: shared mutex built */
+	uint8_t qp_minit[SRDMA_SEG_QP_SLOTS];	/* lock */
+	uint8_t srq_minit[SRDMA_SEG_SRQ_SLOTS];	/* lock */
+	uint32_t next_cq, next_qp, next_srq;	/* lock: allocation hints */
+	uint32_t next_chan;		/* lock */
+	uint32_t n_cq, n_qp, n_srq, n_chan; /* lock */
+	struct { uint64_t off, len; } *afree;	/* lock: arena free list,
+					 * sorted by offset */
+	uint32_t n_afree, cap_afree;	/* lock */
+	struct srdma_atomic_file *atomics; /* lock to set; then immutable */
+	/* deferred sends (RNR): progress thread, started on first need */
+	pthread_t prog_thread;		/* lock */
+	bool prog_up, prog_stop;	/* lock */
+	pthread_cond_t prog_cond;	/* with lock */
+	uint32_t n_prog_qp;		/* lock: QPs with deferred sends */
+	struct srdma_qp *prog_list;	/* lock: those QPs */
 	/* relaxed MR deferred invalidation */
 	pthread_t relaxed_thread;	/* lock: started on first pending */
 	bool relaxed_thread_up;		/* lock */
@@ -123,13 +151,6 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out);
  */
 int srdma_context_close(struct srdma_context *ctx);
 
-/**
- * srdma_async_post() - queue an async event and wake ibv_get_async_event.
- * Context: any thread; takes ctx->lock. An event that finds the ring full
- * is dropped (and logged), as a hardware EQ overrun would lose it.
- */
-void srdma_async_post(struct srdma_context *ctx,
-		      const struct ibv_async_event *ev);
 /**
  * srdma_async_get() - dequeue one event, blocking unless async_fd was made
  * non-blocking by the application. Return: 0 or -errno (-EAGAIN).
@@ -180,6 +201,7 @@ struct srdma_mr {
 	uint64_t length;		/* ctx->lock: effective length */
 	uint64_t host_addr;		/* ctx->lock: owner address of iova */
 	_Atomic uint32_t bound_mws;	/* atomic: windows bound to us */
+	struct srdma_mw *bound;		/* ctx->lock: those windows */
 	/* dma-buf */
 	void *dmabuf_map;		/* immutable */
 	size_t dmabuf_map_len;		/* immutable */
@@ -265,11 +287,22 @@ struct srdma_mw {
 	struct srdma_pd *pd;		/* immutable */
 	uint32_t slot;			/* immutable */
 	struct srdma_mr *mr;		/* ctx->lock: MR bound to, or NULL */
+	struct srdma_mw *next_bound;	/* ctx->lock: mr->bound list */
 };
 
 int srdma_mw_alloc(struct ibv_pd *ibpd, enum ibv_mw_type type,
 		   struct srdma_mw **out);
 int srdma_mw_dealloc(struct ibv_mw *ibmw);
+/**
+ * srdma_mr_sync_bound_locked() - forget windows bound to @mr that a peer
+ * invalidated meanwhile (SEND_WITH_INV writes the shared entry only).
+ * Requires ctx->lock. Return: windows still bound.
+ */
+uint32_t srdma_mr_sync_bound_locked(struct srdma_context *ctx,
+				    struct srdma_mr *mr);
+/* Link @mw to @mr's bound list (NULL: unlink). Requires ctx->lock. */
+void srdma_mw_set_mr_locked(struct srdma_mw *mw, struct srdma_mr *mr);
+struct srdma_mw *srdma_mw_lookup(struct ibv_mw *ibmw);
 
 /* ---- memory checks ----------------------------------------------------- */
 

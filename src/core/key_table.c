@@ -18,6 +18,7 @@
  * seq and backs out: nothing lands after dereg returns.
  */
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -186,12 +187,56 @@ void srdma_kt_free(struct srdma_key_table *kt, uint32_t slot)
 
 void srdma_key_write_begin(struct srdma_shm_key *e)
 {
-	uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	unsigned int tries = 0;
 
-	/* seq_cst: ordered before the drain's read of inflight (see the
-	 * file comment); also a release for readers' snapshots. */
-	atomic_store(&e->seq, seq + 1);
+	/*
+	 * Writers exclude each other by taking seq from even to odd: the
+	 * owner (under its context lock) and, for SEND_WITH_INV, an
+	 * initiator in another process. A writer that died mid-update left
+	 * seq odd for good; after a long wait we take over its section.
+	 * seq_cst: ordered before the drain's read of inflight (see the
+	 * file comment); also a release for readers' snapshots.
+	 */
+	for (;;) {
+		uint32_t seq = atomic_load(&e->seq);
+
+		if (seq & 1) {
+			if (++tries < (1u << 24)) {
+				cpu_relax();
+				continue;
+			}
+			seq--;	/* abandoned section: adopt it */
+		}
+		if (atomic_compare_exchange_strong(&e->seq, &seq, seq + 1))
+			break;
+	}
 	atomic_thread_fence(memory_order_release);
+}
+
+int srdma_key_remote_invalidate(const struct srdma_key_view *v, uint32_t key,
+				uint32_t pd)
+{
+	struct srdma_key_snap snap;
+	struct srdma_shm_key *e;
+	unsigned int spins = 0;
+	uint32_t slot;
+	int r;
+
+	r = srdma_key_check(v, key, BIT(SRDMA_KIND_MW2), pd, 0, 0, 0, &snap,
+			    &slot);
+	if (r == SRDMA_KCHK_STATE)
+		return 0;	/* already invalid: success (siw) */
+	if (r)
+		return r;
+	e = &v->ent[slot];
+	srdma_key_write_begin(e);
+	if (atomic_load(&e->key) == key && e->kind == SRDMA_KIND_MW2)
+		e->state = SRDMA_KEY_INVALID;
+	srdma_key_write_end(e);
+	/* Accesses through the window that began before: let them end. */
+	while (atomic_load(&e->inflight) && ++spins < (1u << 20))
+		sched_yield();
+	return 0;
 }
 
 void srdma_key_write_end(struct srdma_shm_key *e)

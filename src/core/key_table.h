@@ -174,6 +174,17 @@ void srdma_key_release(struct srdma_key_ref *ref);
 void srdma_key_drain(struct srdma_key_table *kt, uint32_t slot,
 		     struct srdma_host_ctx *h);
 
+/**
+ * srdma_key_remote_invalidate() - SEND_WITH_INV at the responder: make the
+ * type 2 window @key of PD @pd in table @v invalid (any process may call
+ * this; writers exclude each other through the seqlock), then wait for
+ * accesses through it that already started.
+ * Return: SRDMA_KCHK_OK (also for a window already invalid) or the check
+ * that failed (unknown key, type 1 window or MR, other PD).
+ */
+int srdma_key_remote_invalidate(const struct srdma_key_view *v, uint32_t key,
+				uint32_t pd);
+
 /* Human-readable reason, for logs. */
 const char *srdma_key_fail_str(int fail);
 

@@ -424,7 +424,7 @@ int srdma_mr_dereg(struct ibv_mr *ibmr)
 		pthread_mutex_unlock(&ctx->lock);
 		return -EINVAL;
 	}
-	if (atomic_load(&mr->bound_mws)) {
+	if (srdma_mr_sync_bound_locked(ctx, mr)) {
 		pthread_mutex_unlock(&ctx->lock);
 		srdma_dbg("mr key %#x: %u window(s) still bound", ibmr->lkey,
 			  atomic_load(&mr->bound_mws));
@@ -478,7 +478,7 @@ int srdma_mr_rereg(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		ret = -EINVAL;
 		goto out;
 	}
-	if (atomic_load(&mr->bound_mws)) {
+	if (srdma_mr_sync_bound_locked(ctx, mr)) {
 		ret = -EBUSY;
 		goto out;
 	}

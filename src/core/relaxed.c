@@ -192,7 +192,7 @@ int srdma_mr_dereg_relaxed(struct ibv_mr *ibmr)
 		ret = -EINVAL;
 		goto out;
 	}
-	if (atomic_load(&mr->bound_mws)) {
+	if (srdma_mr_sync_bound_locked(ctx, mr)) {
 		ret = -EBUSY;
 		goto out;
 	}

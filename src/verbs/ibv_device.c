@@ -133,11 +133,10 @@ void srdma_fill_device_attr(struct srdma_context *ctx,
 			      IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_SRQ_RESIZE |
 			      IBV_DEVICE_N_NOTIFY_CQ;
 	a->max_sge = 32;
 	a->max_sge_rd = 32;
-	a->max_cq = 16384;
+	a->max_cq = SRDMA_SEG_CQ_SLOTS;
 	a->max_cqe = 32768;
 	a->max_mr = SRDMA_MAX_MR;
 	a->max_pd = SRDMA_MAX_PD;

@@ -5,9 +5,8 @@
  * ibv_alloc_mw, ...) and the verbs_context extension ops (query_port,
  * query_device_ex, advise_mr, ...). No op the headers may call is left
  * NULL unless the inline turns NULL into a clean EOPNOTSUPP itself.
- *
- * The data-path ops answer EOPNOTSUPP until the data path exists; they are
- * unreachable today anyway, since no CQ, QP or SRQ can be created.
+ * The data-path ops (poll_cq, post_send, create_qp_ex, ...) are set by
+ * srdma_verbs_set_dp_ops() in ibv_dp.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -32,46 +31,6 @@ static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 static int op_dealloc_mw(struct ibv_mw *mw)
 {
 	return -srdma_mw_dealloc(mw);
-}
-
-static int op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
-		      struct ibv_mw_bind *mw_bind)
-{
-	return EOPNOTSUPP;	/* windows are bound through QPs: data path */
-}
-
-static int op_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
-{
-	return -EOPNOTSUPP;
-}
-
-static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	return EOPNOTSUPP;
-}
-
-static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
-			struct ibv_send_wr **bad_wr)
-{
-	if (bad_wr)
-		*bad_wr = wr;
-	return EOPNOTSUPP;
-}
-
-static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			struct ibv_recv_wr **bad_wr)
-{
-	if (bad_wr)
-		*bad_wr = wr;
-	return EOPNOTSUPP;
-}
-
-static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr)
-{
-	if (bad_wr)
-		*bad_wr = wr;
-	return EOPNOTSUPP;
 }
 
 static int op_query_port(struct ibv_context *context, uint8_t port_num,
@@ -140,12 +99,7 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	ops->_compat_query_port = ibv_query_port;
 	ops->alloc_mw = op_alloc_mw;
 	ops->dealloc_mw = op_dealloc_mw;
-	ops->bind_mw = op_bind_mw;
-	ops->poll_cq = op_poll_cq;
-	ops->req_notify_cq = op_req_notify_cq;
-	ops->post_send = op_post_send;
-	ops->post_recv = op_post_recv;
-	ops->post_srq_recv = op_post_srq_recv;
+	srdma_verbs_set_dp_ops(ctx);
 
 	v->query_port = op_query_port;
 	v->query_device_ex = op_query_device_ex;

@@ -33,104 +33,9 @@ static void *null_eopnotsupp(void)
 }
 
 /*
- * Data-path placeholders: completion channels, CQs, SRQs, QPs, address
- * handles and multicast. The data-path work (issue 3) replaces each of
- * these with a real implementation in its own file and deletes it here.
+ * Data-path names softrdma does not offer: ECE, Ethernet L2 resolution
+ * and multicast attach (the device reports no multicast support).
  */
-
-SRDMA_EXPORT struct ibv_comp_channel *
-ibv_create_comp_channel(struct ibv_context *context)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
-					  void *cq_context,
-					  struct ibv_comp_channel *channel,
-					  int comp_vector)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
-				  struct ibv_cq **cq, void **cq_context)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-SRDMA_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-}
-
-SRDMA_EXPORT struct ibv_srq *
-ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT int ibv_modify_srq(struct ibv_srq *srq,
-				struct ibv_srq_attr *srq_attr,
-				int srq_attr_mask)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_query_srq(struct ibv_srq *srq,
-			       struct ibv_srq_attr *srq_attr)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
-					  struct ibv_qp_init_attr *qp_init_attr)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
-			      int attr_mask, struct ibv_qp_init_attr *init_attr)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
-			       int attr_mask)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
-{
-	return EOPNOTSUPP;
-}
-
-/* Upstream returns NULL, without setting errno, for a QP that was not
- * created with the extended send ops; no QP of ours is. */
-SRDMA_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	return NULL;
-}
 
 /* Zero means "no in-order guarantee", which is always a safe answer. */
 SRDMA_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp,
@@ -148,34 +53,6 @@ SRDMA_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 SRDMA_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
-					  struct ibv_ah_attr *attr)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
-				     uint8_t port_num, struct ibv_wc *wc,
-				     struct ibv_grh *grh,
-				     struct ibv_ah_attr *ah_attr)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-SRDMA_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd,
-						  struct ibv_wc *wc,
-						  struct ibv_grh *grh,
-						  uint8_t port_num)
-{
-	return null_eopnotsupp();
 }
 
 SRDMA_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,

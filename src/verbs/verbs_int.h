@@ -14,6 +14,15 @@
 /* Fill ctx->vctx.context.ops and the verbs_context extension ops. */
 void srdma_verbs_set_ops(struct srdma_context *ctx);
 
+/* qp_ex wr_* and cq_ex polling ops (ibv_ex.c). */
+struct srdma_qp;
+struct srdma_cq;
+void srdma_verbs_qpex_init(struct srdma_qp *qp, uint64_t send_ops_flags);
+void srdma_verbs_cqex_init(struct srdma_cq *cq);
+
+/* The data-path ops of ibv_dp.c. */
+void srdma_verbs_set_dp_ops(struct srdma_context *ctx);
+
 /* Attributes of the device / port 1 as this context reports them. */
 void srdma_fill_device_attr(struct srdma_context *ctx,
 			    struct ibv_device_attr *a);

@@ -86,6 +86,12 @@ uint64_t srdma_proc_start_time(pid_t pid);
 bool srdma_proc_alive(pid_t pid, uint64_t start_time);
 
 /**
+ * srdma_host_unlink_fifos() - remove the wake-up FIFOs (completion
+ * channels, async fd) of the context @lid owned by @pid.
+ */
+void srdma_host_unlink_fifos(const char *dir, uint32_t lid, pid_t pid);
+
+/**
  * srdma_host_attach() - claim a registry entry and create this context's
  * segment with @key_slots key table entries.
  * @h: zeroed by the caller; filled on success

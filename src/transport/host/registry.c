@@ -12,6 +12,7 @@
  * pid never keeps a dead context alive. Not here: the segment contents
  * (segment.c) and anything about memory.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -258,10 +259,33 @@ int srdma_registry_reap(struct srdma_registry *r, const char *dir)
 		}
 		snprintf(path, sizeof(path), "%s/%s", dir, e->seg_name);
 		unlink(path);
+		srdma_host_unlink_fifos(dir, e->lid, e->pid);
 		srdma_info("reaped dead context lid %u pid %d", e->lid, e->pid);
 		atomic_store_explicit(&e->state, SRDMA_REG_FREE,
 				      memory_order_release);
 		n++;
 	}
 	return n;
+}
+
+void srdma_host_unlink_fifos(const char *dir, uint32_t lid, pid_t pid)
+{
+	char chan[64], async[64], path[600];
+	struct dirent *d;
+	size_t clen;
+	DIR *dp;
+
+	snprintf(chan, sizeof(chan), "chan.%u.%d.", lid, (int)pid);
+	snprintf(async, sizeof(async), "async.%u.%d", lid, (int)pid);
+	clen = strlen(chan);
+	dp = opendir(dir);
+	if (!dp)
+		return;
+	while ((d = readdir(dp))) {
+		if (strncmp(d->d_name, chan, clen) && strcmp(d->d_name, async))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		unlink(path);
+	}
+	closedir(dp);
 }

@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * cq.c - completion channels and completion queues.
+ *
+ * A CQ is a ring of 64-byte CQEs in the context's ring arena, described by
+ * an entry of the segment's CQ table. Producers are the owner (its own
+ * send completions) and initiators in other processes (this context's
+ * receive completions, delivered by the sender: target passivity); they
+ * serialise on the entry's robust plock and publish each CQE by storing
+ * its sequence number (position + 1) last. The only consumer is the owner
+ * (poll_cq, under a process-private poll_lock), lock-free against
+ * producers: it reads a slot only once its sequence matches, then
+ * release-stores cons, which producers read to see free room.
+ *
+ * Notification: req_notify_cq stores the arming in the entry; the producer
+ * that finds the CQ armed (solicited-only: and the CQE solicited or an
+ * error) disarms it with a CAS, sets `fired` and writes one byte into the
+ * channel's FIFO, which the owner holds open as the channel's fd (so it
+ * polls readable and ibv_get_cq_event can block in read()). A CQE that
+ * finds the ring full is lost, the overflow is recorded and the owner gets
+ * IBV_EVENT_CQ_ERR, as a hardware CQ overrun.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "core/dp.h"
+#include "util/fault.h"
+#include "util/log.h"
+
+/* ---- ring arena ----------------------------------------------------------- */
+
+static uint64_t page_round(uint64_t len)
+{
+	return (len + srdma_page_size - 1) & ~((uint64_t)srdma_page_size - 1);
+}
+
+int srdma_arena_alloc(struct srdma_context *ctx, uint64_t len, uint64_t *off)
+{
+	struct srdma_seg_hdr *seg = ctx->host.seg;
+	uint32_t i;
+
+	len = page_round(len);
+	if (!ctx->afree) {
+		ctx->cap_afree = 64;
+		ctx->afree = calloc(ctx->cap_afree, sizeof(*ctx->afree));
+		if (!ctx->afree)
+			return -ENOMEM;
+		ctx->afree[0].off = seg->arena_off;
+		ctx->afree[0].len = seg->arena_size;
+		ctx->n_afree = 1;
+	}
+	for (i = 0; i < ctx->n_afree; i++) {
+		if (ctx->afree[i].len < len)
+			continue;
+		*off = ctx->afree[i].off;
+		ctx->afree[i].off += len;
+		ctx->afree[i].len -= len;
+		if (!ctx->afree[i].len) {
+			memmove(&ctx->afree[i], &ctx->afree[i + 1],
+				(ctx->n_afree - i - 1) * sizeof(*ctx->afree));
+			ctx->n_afree--;
+		}
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+void srdma_arena_free(struct srdma_context *ctx, uint64_t off, uint64_t len)
+{
+	uint32_t i;
+
+	len = page_round(len);
+	/* Give the pages back to tmpfs; they read as zeroes again. */
+	if (fallocate(ctx->host.seg_fd, FALLOC_FL_PUNCH_HOLE |
+		      FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
+		memset(srdma_seg_ptr(ctx->host.seg, off), 0, len);
+	for (i = 0; i < ctx->n_afree && ctx->afree[i].off < off; i++)
+		;
+	if (i > 0 && ctx->afree[i - 1].off + ctx->afree[i - 1].len == off) {
+		ctx->afree[i - 1].len += len;
+		if (i < ctx->n_afree && off + len == ctx->afree[i].off) {
+			ctx->afree[i - 1].len += ctx->afree[i].len;
+			memmove(&ctx->afree[i], &ctx->afree[i + 1],
+				(ctx->n_afree - i - 1) * sizeof(*ctx->afree));
+			ctx->n_afree--;
+		}
+		return;
+	}
+	if (i < ctx->n_afree && off + len == ctx->afree[i].off) {
+		ctx->afree[i].off = off;
+		ctx->afree[i].len += len;
+		return;
+	}
+	if (ctx->n_afree == ctx->cap_afree) {
+		void *n = realloc(ctx->afree, 2 * ctx->cap_afree *
+				  sizeof(*ctx->afree));
+
+		if (!n) {
+			srdma_warn("arena: %llu bytes leaked (no memory)",
+				   (unsigned long long)len);
+			return;
+		}
+		ctx->afree = n;
+		ctx->cap_afree *= 2;
+	}
+	memmove(&ctx->afree[i + 1], &ctx->afree[i],
+		(ctx->n_afree - i) * sizeof(*ctx->afree));
+	ctx->afree[i].off = off;
+	ctx->afree[i].len = len;
+	ctx->n_afree++;
+}
+
+/* ---- completion channels ------------------------------------------------ */
+
+int srdma_chan_create(struct srdma_context *ctx, struct srdma_chan **out)
+{
+	struct srdma_chan *ch = calloc(1, sizeof(*ch));
+	int fd, ret;
+
+	if (!ch)
+		return -ENOMEM;
+	pthread_mutex_lock(&ctx->lock);
+	ch->num = ctx->next_chan++;
+	pthread_mutex_unlock(&ctx->lock);
+	fd = srdma_fifo_open(ctx, "chan", ch->num, ch->path, sizeof(ch->path));
+	if (fd < 0) {
+		free(ch);
+		return fd;
+	}
+	ch->ctx = ctx;
+	ch->ibch.context = &ctx->vctx.context;
+	ch->ibch.fd = fd;
+	ch->ibch.refcnt = 0;
+	ret = srdma_handle_add(ch, SRDMA_OBJ_CHAN);
+	if (ret) {
+		close(fd);
+		unlink(ch->path);
+		free(ch);
+		return ret;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	ctx->n_chan++;
+	pthread_mutex_unlock(&ctx->lock);
+	*out = ch;
+	return 0;
+}
+
+int srdma_chan_destroy(struct srdma_chan *ch)
+{
+	struct srdma_context *ctx = ch->ctx;
+
+	if (atomic_load(&ch->ncq))
+		return -EBUSY;
+	if (!srdma_handle_del(ch, SRDMA_OBJ_CHAN))
+		return -EINVAL;
+	unlink(ch->path);
+	close(ch->ibch.fd);
+	pthread_mutex_lock(&ctx->lock);
+	ctx->n_chan--;
+	pthread_mutex_unlock(&ctx->lock);
+	free(ch);
+	return 0;
+}
+
+int srdma_chan_get_event(struct srdma_chan *ch, struct srdma_cq **out)
+{
+	struct srdma_context *ctx = ch->ctx;
+
+	for (;;) {
+		char b;
+		ssize_t n = read(ch->ibch.fd, &b, 1);
+		uint32_t i;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 1)
+			return n < 0 ? -errno : -EIO;
+		pthread_mutex_lock(&ctx->lock);
+		for (i = 0; i < SRDMA_SEG_CQ_SLOTS; i++) {
+			struct srdma_cq *cq = ctx->cq_by_slot[i];
+
+			if (!cq || cq->ch != ch ||
+			    !atomic_exchange(&cq->sh->fired, 0))
+				continue;
+			pthread_mutex_unlock(&ctx->lock);
+			*out = cq;
+			return 0;
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		/* A wake-up for a CQ destroyed meanwhile: wait for more. */
+	}
+}
+
+/* ---- CQ ------------------------------------------------------------------- */
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t r = 1;
+
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
+		    struct srdma_cq **out)
+{
+	struct srdma_chan *ch = NULL;
+	struct srdma_shm_cq *sh;
+	struct srdma_cq *cq;
+	uint32_t size, slot, i;
+	uint64_t off;
+	int ret;
+
+	if (!a->cqe || a->cqe > SRDMA_MAX_CQE)
+		return -EINVAL;
+	if (a->comp_vector >= (uint32_t)ctx->vctx.context.num_comp_vectors)
+		return -EINVAL;
+	if (a->channel) {
+		if (!srdma_handle_check(a->channel, SRDMA_OBJ_CHAN))
+			return -EINVAL;
+		ch = container_of(a->channel, struct srdma_chan, ibch);
+		if (ch->ctx != ctx)
+			return -EINVAL;
+	}
+	if (SRDMA_FAULT(CQ_ALLOC))
+		return -ENOMEM;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	size = roundup_pow2(a->cqe < 2 ? 2 : a->cqe);
+	pthread_mutex_init(&cq->poll_lock, NULL);
+	cq->ctx = ctx;
+	cq->ch = ch;
+	cq->is_ex = a->is_ex;
+	cq->wc_flags = a->wc_flags;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < SRDMA_SEG_CQ_SLOTS; i++) {
+		slot = (ctx->next_cq + i) % SRDMA_SEG_CQ_SLOTS;
+		if (!ctx->cq_by_slot[slot])
+			break;
+	}
+	if (i == SRDMA_SEG_CQ_SLOTS) {
+		ret = -ENOMEM;
+		goto err_unlock;
+	}
+	ret = srdma_arena_alloc(ctx, (uint64_t)size *
+				sizeof(struct srdma_shm_cqe), &off);
+	if (ret)
+		goto err_unlock;
+	sh = srdma_seg_cq(ctx->host.seg, slot);
+	if (!ctx->cq_minit[slot]) {
+		ret = srdma_shm_mutex_init(&sh->plock);
+		if (ret)
+			goto err_arena;
+		ctx->cq_minit[slot] = 1;
+	}
+	cq->slot = slot;
+	cq->sh = sh;
+	cq->ring = srdma_seg_ptr(ctx->host.seg, off);
+	cq->ring_bytes = (uint64_t)size * sizeof(struct srdma_shm_cqe);
+	sh->size = size;
+	sh->ring_off = off;
+	sh->prod = 0;
+	atomic_store(&sh->cons, 0);
+	atomic_store(&sh->armed, SRDMA_CQ_DISARMED);
+	atomic_store(&sh->fired, 0);
+	atomic_store(&sh->overflow, 0);
+	sh->chan = ch ? ch->num + 1 : 0;
+	sh->gen++;
+	sh->limit = a->cqe;
+
+	cq->ib.cq.context = &ctx->vctx.context;
+	cq->ib.cq.channel = a->channel;
+	cq->ib.cq.cq_context = a->cq_context;
+	cq->ib.cq.handle = slot;
+	cq->ib.cq.cqe = (int)size;
+	pthread_mutex_init(&cq->ib.cq.mutex, NULL);
+	pthread_cond_init(&cq->ib.cq.cond, NULL);
+	ret = srdma_handle_add(cq, SRDMA_OBJ_CQ);
+	if (ret)
+		goto err_arena;
+	if (ch)
+		atomic_fetch_add(&ch->ncq, 1);
+	ctx->cq_by_slot[slot] = cq;
+	ctx->next_cq = slot + 1;
+	ctx->n_cq++;
+	/* Published: producers may post from now on. */
+	atomic_store_explicit(&sh->state, SRDMA_OBJ_LIVE, memory_order_release);
+	pthread_mutex_unlock(&ctx->lock);
+	*out = cq;
+	return 0;
+
+err_arena:
+	srdma_arena_free(ctx, off, (uint64_t)size *
+			 sizeof(struct srdma_shm_cqe));
+err_unlock:
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_destroy(&cq->poll_lock);
+	free(cq);
+	return ret;
+}
+
+int srdma_cq_destroy(struct srdma_cq *cq)
+{
+	struct srdma_context *ctx = cq->ctx;
+	struct srdma_shm_cq *sh = cq->sh;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (cq->n_qp) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EBUSY;
+	}
+	if (!srdma_handle_del(cq, SRDMA_OBJ_CQ)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	/* Unpublish, then wait out a producer inside its section. */
+	srdma_shm_lock(&sh->plock);
+	atomic_store(&sh->state, SRDMA_OBJ_FREE);
+	srdma_shm_unlock(&sh->plock);
+	ctx->cq_by_slot[cq->slot] = NULL;
+	ctx->n_cq--;
+	srdma_arena_free(ctx, sh->ring_off, cq->ring_bytes);
+	pthread_mutex_unlock(&ctx->lock);
+	if (cq->ch)
+		atomic_fetch_sub(&cq->ch->ncq, 1);
+	pthread_mutex_destroy(&cq->poll_lock);
+	pthread_mutex_destroy(&cq->ib.cq.mutex);
+	pthread_cond_destroy(&cq->ib.cq.cond);
+	free(cq);
+	return 0;
+}
+
+int srdma_cq_resize(struct srdma_cq *cq, uint32_t cqe)
+{
+	struct srdma_context *ctx = cq->ctx;
+	struct srdma_shm_cq *sh = cq->sh;
+	struct srdma_shm_cqe *nring;
+	uint32_t size, osize;
+	uint64_t off, pos, cons, nbytes;
+	int ret;
+
+	if (!cqe || cqe > SRDMA_MAX_CQE)
+		return -EINVAL;
+	size = roundup_pow2(cqe < 2 ? 2 : cqe);
+	nbytes = (uint64_t)size * sizeof(struct srdma_shm_cqe);
+	pthread_mutex_lock(&ctx->lock);
+	pthread_mutex_lock(&cq->poll_lock);
+	ret = srdma_arena_alloc(ctx, nbytes, &off);
+	if (ret)
+		goto out;
+	nring = srdma_seg_ptr(ctx->host.seg, off);
+	srdma_shm_lock(&sh->plock);
+	cons = atomic_load(&sh->cons);
+	if (sh->prod - cons > size) {
+		srdma_shm_unlock(&sh->plock);
+		srdma_arena_free(ctx, off, nbytes);
+		ret = -EINVAL;	/* would not hold what is queued */
+		goto out;
+	}
+	osize = sh->size;
+	for (pos = cons; pos < sh->prod; pos++) {
+		struct srdma_shm_cqe *o = &cq->ring[pos & (osize - 1)];
+		struct srdma_shm_cqe *n = &nring[pos & (size - 1)];
+
+		memcpy((char *)n + sizeof(n->seq), (char *)o + sizeof(o->seq),
+		       sizeof(*n) - sizeof(n->seq));
+		atomic_store_explicit(&n->seq, atomic_load(&o->seq),
+				      memory_order_relaxed);
+	}
+	off ^= sh->ring_off;
+	sh->ring_off ^= off;
+	off ^= sh->ring_off;	/* off: the old ring now */
+	sh->size = size;
+	sh->limit = cqe;
+	srdma_shm_unlock(&sh->plock);
+	srdma_arena_free(ctx, off, cq->ring_bytes);
+	cq->ring = nring;
+	cq->ring_bytes = nbytes;
+	cq->ib.cq.cqe = (int)size;
+out:
+	pthread_mutex_unlock(&cq->poll_lock);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}
+
+int srdma_cq_notify(struct srdma_cq *cq, bool solicited_only)
+{
+	atomic_store(&cq->sh->armed, solicited_only ?
+		     SRDMA_CQ_ARMED_SOLICITED : SRDMA_CQ_ARMED_ANY);
+	return 0;
+}
+
+int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
+		   uint32_t slot, const struct srdma_shm_cqe *cqe,
+		   bool solicited)
+{
+	struct srdma_seg_hdr *seg = p ? p->seg : ctx->host.seg;
+	struct srdma_shm_cq *sh;
+	struct srdma_shm_cqe *e;
+	uint32_t armed;
+	uint64_t pos;
+
+	if (slot >= SRDMA_SEG_CQ_SLOTS)
+		return -ENOENT;
+	sh = srdma_seg_cq(seg, slot);
+	if (srdma_shm_lock(&sh->plock) && sh->size &&
+	    sh->ring_off + (uint64_t)sh->size * sizeof(*e) <= seg->seg_size) {
+		/* A producer died after publishing a CQE but before moving
+		 * prod past it: complete its step. */
+		e = (struct srdma_shm_cqe *)srdma_seg_ptr(seg, sh->ring_off) +
+		    (sh->prod & (sh->size - 1));
+		if (atomic_load(&e->seq) == sh->prod + 1)
+			sh->prod++;
+	}
+	if (atomic_load_explicit(&sh->state, memory_order_acquire) !=
+	    SRDMA_OBJ_LIVE || !sh->size ||
+	    sh->ring_off + (uint64_t)sh->size * sizeof(*e) > seg->seg_size) {
+		srdma_shm_unlock(&sh->plock);
+		return -ENOENT;
+	}
+	pos = sh->prod;
+	if (pos - atomic_load_explicit(&sh->cons, memory_order_acquire) >=
+	    sh->size) {
+		uint32_t gen = sh->gen;
+		bool first = !atomic_exchange(&sh->overflow, 1);
+
+		srdma_shm_unlock(&sh->plock);
+		srdma_warn("CQ %u of lid %u overflowed: completion lost", slot,
+			   seg->lid);
+		if (first)
+			srdma_aev_post(ctx, p, IBV_EVENT_CQ_ERR,
+				       SRDMA_AEV_OBJ_CQ, slot, gen);
+		return -ENOSPC;
+	}
+	e = (struct srdma_shm_cqe *)srdma_seg_ptr(seg, sh->ring_off) +
+	    (pos & (sh->size - 1));
+	memcpy((char *)e + sizeof(e->seq), (const char *)cqe + sizeof(e->seq),
+	       sizeof(*e) - sizeof(e->seq));
+	/* Publish the CQE, then the position (prod moves last). */
+	atomic_store_explicit(&e->seq, pos + 1, memory_order_release);
+	sh->prod = pos + 1;
+	srdma_shm_unlock(&sh->plock);
+
+	armed = atomic_load(&sh->armed);
+	if (armed == SRDMA_CQ_ARMED_ANY ||
+	    (armed == SRDMA_CQ_ARMED_SOLICITED &&
+	     (solicited || cqe->status != IBV_WC_SUCCESS))) {
+		if (atomic_compare_exchange_strong(&sh->armed, &armed,
+						   SRDMA_CQ_DISARMED)) {
+			atomic_store(&sh->fired, 1);
+			if (p && !p->self) {
+				srdma_peer_wake_chan(ctx, p, sh->chan);
+			} else {
+				struct srdma_cq *cq = ctx->cq_by_slot[slot];
+				char b = 1;
+
+				if (cq && cq->ch &&
+				    write(cq->ch->ibch.fd, &b, 1) != 1)
+					srdma_warn("channel FIFO write failed");
+			}
+		}
+	}
+	return 0;
+}
+
+int srdma_cq_pop(struct srdma_cq *cq, struct srdma_shm_cqe *out)
+{
+	struct srdma_shm_cq *sh = cq->sh;
+	uint64_t pos = atomic_load_explicit(&sh->cons, memory_order_relaxed);
+	struct srdma_shm_cqe *e = &cq->ring[pos & (sh->size - 1)];
+
+	if (atomic_load_explicit(&e->seq, memory_order_acquire) != pos + 1)
+		return -ENOENT;
+	*out = *e;
+	/* Frees the slot for producers. */
+	atomic_store_explicit(&sh->cons, pos + 1, memory_order_release);
+	return 0;
+}
+
+void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc)
+{
+	wc->wr_id = e->wr_id;
+	wc->status = (enum ibv_wc_status)e->status;
+	wc->opcode = (enum ibv_wc_opcode)e->opcode;
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	wc->imm_data = e->imm;
+	wc->qp_num = e->qp_num;
+	wc->src_qp = e->src_qp;
+	wc->wc_flags = e->wc_flags;
+	wc->pkey_index = e->pkey_index;
+	wc->slid = e->slid;
+	wc->sl = e->sl;
+	wc->dlid_path_bits = e->dlid_path_bits;
+}
+
+int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct srdma_shm_cqe e;
+	int i;
+
+	if (n < 0)
+		return -EINVAL;
+	if (atomic_load_explicit(&cq->n_pending_qp, memory_order_relaxed))
+		srdma_cq_progress(cq);
+	pthread_mutex_lock(&cq->poll_lock);
+	for (i = 0; i < n; i++) {
+		if (srdma_cq_pop(cq, &e))
+			break;
+		srdma_cqe_to_wc(&e, &wc[i]);
+	}
+	pthread_mutex_unlock(&cq->poll_lock);
+	return i;
+}

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * dp.h - the data-path objects: completion channels, CQs, QPs, SRQs, AHs,
+ * the peer cache, and the engine's entry points.
+ *
+ * Every object that initiators in other processes must reach has a
+ * private half (this file: owner bookkeeping, op tables, locks of this
+ * process) and a shared half (an entry of the context's control segment,
+ * shm_layout.h). The owner builds both, then publishes the shared entry
+ * (live = LIVE, release); destroy unpublishes, takes and drops the
+ * entry's shared lock (so an initiator inside a section has left it),
+ * then frees. Initiators deliver SENDs into a peer's receive queue and
+ * post the peer's completions themselves (architecture principle 1).
+ *
+ * Lock order: qp->sq_lock (the engine runs under it), ctx->lock,
+ * cq->poll_lock, then shared locks (RQ/SRQ rlock before CQ plock, async
+ * ring last), then the host atomic lock.
+ * Design: docs/design/data-path.md.
+ */
+#ifndef SRDMA_CORE_DP_H
+#define SRDMA_CORE_DP_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* ---- limits reported by ibv_query_device ------------------------------- */
+#define SRDMA_MAX_CQE 32768u
+#define SRDMA_MAX_QP_WR 16384u
+#define SRDMA_MAX_SGE 32u
+#define SRDMA_MAX_INLINE 1024u
+#define SRDMA_MAX_SRQ_WR 16384u
+#define SRDMA_MAX_RD_ATOM 16u
+#define SRDMA_MAX_MSG (1u << 31)
+
+/* ---- peers: other contexts (or ourselves) as targets ------------------- */
+struct srdma_peer {
+	struct srdma_seg_hdr *seg;	/* mapped segment (ours: not owned) */
+	size_t seg_size;
+	pid_t pid;			/* target owner */
+	uint64_t start;			/* its start time */
+	uint32_t lid;
+	int reg_index;
+	bool self;			/* our own context */
+	struct srdma_key_view kv;	/* its key table */
+	pthread_mutex_t fd_lock;	/* wake-up FIFOs opened so far */
+	int async_fd;			/* fd_lock; -1 until opened */
+	int nchan;			/* fd_lock */
+	int *chan_fd;			/* fd_lock; by channel number */
+	struct srdma_peer *next_dead;	/* ctx->lock: retired, unmapped at
+					 * close (pointers may linger) */
+};
+
+/**
+ * srdma_peer_get() - the target context with LID @lid, mapped.
+ * Context: any thread; takes ctx->lock on first use of a LID.
+ * Return: the peer, or NULL if no live context has that LID.
+ * A cached peer whose owner died is retired; the caller then sees NULL
+ * (or the new owner of a reused LID).
+ */
+struct srdma_peer *srdma_peer_get(struct srdma_context *ctx, uint32_t lid);
+/* True if the peer's owner still holds its registry entry. Lock-free. */
+bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p);
+/**
+ * srdma_peer_wake_chan() / srdma_peer_wake_async() - write one byte into
+ * the peer's completion channel @chan / async FIFO. Never blocks.
+ */
+void srdma_peer_wake_chan(struct srdma_context *ctx, struct srdma_peer *p,
+			  uint32_t chan);
+void srdma_peer_wake_async(struct srdma_context *ctx, struct srdma_peer *p);
+/* Unmap every peer; at context close. */
+void srdma_peer_fini(struct srdma_context *ctx);
+/* Path of a FIFO: kind "chan" (with @num) or "async" (num ignored). */
+void srdma_fifo_path(const struct srdma_context *ctx, char *buf, size_t len,
+		     uint32_t lid, pid_t pid, const char *kind, uint32_t num);
+
+/**
+ * srdma_host_atomic_lock() - the host-wide lock serialising RDMA atomics
+ * on the 8-byte word at @addr of process @pid.
+ * Return: the lock (already held), or NULL on error. Release with
+ * srdma_shm_unlock().
+ */
+pthread_mutex_t *srdma_host_atomic_lock(struct srdma_context *ctx, pid_t pid,
+					uint64_t addr);
+
+/**
+ * srdma_fifo_open() - create and open (O_RDWR) our wake-up FIFO of @kind
+ * ("chan" with @num, or "async"); its path goes to @path.
+ * Return: the fd, or -errno.
+ */
+int srdma_fifo_open(struct srdma_context *ctx, const char *kind,
+		    uint32_t num, char *path, size_t len);
+
+/* Stop the deferred-send progress thread; at context close. */
+void srdma_progress_stop(struct srdma_context *ctx);
+/* A QP got / lost its first / last deferred WR (takes ctx->lock). */
+void srdma_progress_need(struct srdma_qp *qp);
+void srdma_progress_done(struct srdma_qp *qp);
+
+/* ---- completion channel ------------------------------------------------ */
+struct srdma_chan {
+	struct ibv_comp_channel ibch;	/* fd: FIFO read end, O_RDWR */
+	struct srdma_context *ctx;	/* immutable */
+	uint32_t num;			/* immutable: FIFO name suffix */
+	_Atomic uint32_t ncq;		/* CQs attached */
+	char path[320];			/* immutable */
+};
+
+/* ---- CQ ------------------------------------------------------------------ */
+struct srdma_qp;
+
+struct srdma_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	} ib;				/* public; must stay first */
+	struct srdma_context *ctx;	/* immutable */
+	struct srdma_chan *ch;		/* immutable; NULL without channel */
+	uint32_t slot;			/* immutable */
+	struct srdma_shm_cq *sh;	/* immutable */
+	pthread_mutex_t poll_lock;	/* consumers of this process */
+	struct srdma_shm_cqe *ring;	/* poll_lock (resize swaps it) */
+	uint64_t ring_bytes;		/* poll_lock */
+	uint64_t wc_flags;		/* immutable: cq_ex wc_flags */
+	bool is_ex;			/* immutable */
+	struct srdma_shm_cqe cur;	/* poll_lock: cq_ex current entry */
+	uint32_t n_qp;			/* ctx->lock: QPs using it */
+	_Atomic uint32_t n_pending_qp;	/* QPs with deferred sends */
+};
+
+/**
+ * srdma_cqe_post() - produce one completion into CQ @slot of @seg.
+ * @p: the peer owning @seg (for the wake-up), or NULL for ourselves
+ * @solicited: the completion is for a solicited message
+ * Context: any process; takes the CQ's plock.
+ * Return: 0, or -ENOSPC when the CQ overflowed (the owner gets
+ * IBV_EVENT_CQ_ERR), -ENOENT when the CQ is gone.
+ */
+int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
+		   uint32_t slot, const struct srdma_shm_cqe *cqe,
+		   bool solicited);
+int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc);
+/* Read one CQE (cq_ex). Return: 0, -ENOENT when empty. poll_lock held. */
+int srdma_cq_pop(struct srdma_cq *cq, struct srdma_shm_cqe *out);
+void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc);
+
+/**
+ * srdma_aev_post() - queue an async event in the async ring of @seg (our
+ * own or a peer's) and wake its owner's async fd.
+ */
+void srdma_aev_post(struct srdma_context *ctx, struct srdma_peer *p,
+		    uint32_t type, uint32_t obj, uint32_t slot, uint32_t gen);
+
+/* ---- SRQ ------------------------------------------------------------------ */
+struct srdma_srq {
+	struct ibv_srq ibsrq;		/* public */
+	struct srdma_context *ctx;	/* immutable */
+	struct srdma_pd *pd;		/* immutable */
+	uint32_t slot;			/* immutable */
+	struct srdma_shm_srq *sh;	/* immutable */
+	uint32_t max_wr, max_sge;	/* immutable: as granted */
+	uint32_t n_qp;			/* ctx->lock */
+	uint32_t srq_limit;		/* ctx->lock: last armed limit */
+};
+
+/* ---- AH -------------------------------------------------------------------- */
+struct srdma_ah {
+	struct ibv_ah ibah;		/* public */
+	struct srdma_pd *pd;		/* immutable */
+	struct ibv_ah_attr attr;	/* immutable */
+	uint32_t dlid;			/* immutable: resolved LID */
+};
+
+/* ---- QP -------------------------------------------------------------------- */
+
+/* A send WQE as the engine executes it (deferred ones are heap copies). */
+struct srdma_swqe {
+	struct srdma_swqe *next;
+	uint64_t wr_id;
+	uint32_t opcode;		/* enum ibv_wr_opcode */
+	uint32_t send_flags;
+	uint32_t imm;			/* imm_data (network order) / inv rkey */
+	uint32_t num_sge;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t ud_dlid, ud_qpn, ud_qkey; /* UD */
+	struct ibv_ah_attr ud_ah;	/* UD: for the GRH */
+	uint64_t compare_add, swap;
+	struct ibv_mw *mw;		/* BIND_MW */
+	uint32_t mw_new_rkey;
+	struct ibv_mw_bind_info bind;
+	uint64_t first_try_ns;		/* RNR bookkeeping */
+	uint32_t rnr_tries;
+	bool is_inline;
+	struct ibv_sge *sge;		/* points into sge_buf or the WR */
+	struct ibv_sge sge_buf[];	/* deferred copies (+ inline bytes) */
+};
+
+struct srdma_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	} ib;				/* public; must stay first */
+	uint32_t comp_mask;		/* as rdma-core's verbs_qp */
+	struct srdma_context *ctx;	/* immutable */
+	struct srdma_pd *pd;		/* immutable */
+	struct srdma_cq *send_cq;	/* immutable */
+	struct srdma_cq *recv_cq;	/* immutable */
+	struct srdma_srq *srq;		/* immutable */
+	uint32_t slot;			/* immutable: QPN low bits */
+	struct srdma_shm_qp *sh;	/* immutable */
+	enum ibv_qp_type type;		/* immutable */
+	bool sq_sig_all;		/* immutable */
+	bool is_ex;			/* immutable: created with send_ops */
+	struct ibv_qp_cap cap;		/* immutable: as granted */
+	/* attributes, for query and the engine: sq_lock */
+	struct ibv_qp_attr attr;
+	struct srdma_peer *peer;	/* sq_lock: RC/UC destination */
+	/* send queue: sq_lock */
+	pthread_mutex_t sq_lock;
+	struct srdma_swqe *pend_head, **pend_tail;
+	uint32_t n_pend;
+	/* qp_ex WR builder: sq_lock held between wr_start and complete */
+	struct ibv_send_wr *bld;
+	struct ibv_sge *bld_sge;
+	uint32_t bld_n, bld_cap;
+	int bld_err;
+	_Atomic uint32_t busy;		/* pinned by a progress sweep */
+	struct srdma_qp *prog_next;	/* ctx->lock: ctx->prog_list */
+};
+
+static inline struct srdma_qp *to_sqp(struct ibv_qp *qp)
+{
+	return (struct srdma_qp *)qp;
+}
+
+static inline struct srdma_cq *to_scq(struct ibv_cq *cq)
+{
+	return (struct srdma_cq *)cq;
+}
+
+/* ---- object entry points (core) ----------------------------------------- */
+int srdma_chan_create(struct srdma_context *ctx, struct srdma_chan **out);
+int srdma_chan_destroy(struct srdma_chan *ch);
+/* Block (unless the fd is non-blocking) for the next fired CQ. */
+int srdma_chan_get_event(struct srdma_chan *ch, struct srdma_cq **out);
+
+struct srdma_cq_args {
+	uint32_t cqe;
+	void *cq_context;
+	struct ibv_comp_channel *channel;
+	uint32_t comp_vector;
+	uint64_t wc_flags;
+	bool is_ex;
+};
+int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
+		    struct srdma_cq **out);
+int srdma_cq_destroy(struct srdma_cq *cq);
+int srdma_cq_resize(struct srdma_cq *cq, uint32_t cqe);
+int srdma_cq_notify(struct srdma_cq *cq, bool solicited_only);
+
+int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
+		     struct srdma_srq **out);
+int srdma_srq_destroy(struct srdma_srq *srq);
+int srdma_srq_modify(struct srdma_srq *srq, struct ibv_srq_attr *a, int mask);
+int srdma_srq_query(struct srdma_srq *srq, struct ibv_srq_attr *a);
+int srdma_srq_post_recv(struct srdma_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad);
+
+int srdma_qp_create(struct srdma_context *ctx,
+		    struct ibv_qp_init_attr_ex *a, struct srdma_qp **out);
+int srdma_qp_destroy(struct srdma_qp *qp);
+int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask);
+int srdma_qp_query(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask,
+		   struct ibv_qp_init_attr *init);
+int srdma_qp_post_recv(struct srdma_qp *qp, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad);
+/**
+ * srdma_qp_set_error() - move the QP to ERR (from the owner's side) and
+ * flush its queues. Requires nothing held.
+ */
+void srdma_qp_set_error(struct srdma_qp *qp);
+/* Flush the receive queue @rq of QP entry @sh into its CQ (any process). */
+void srdma_rq_flush(struct srdma_context *ctx, struct srdma_peer *p,
+		    struct srdma_seg_hdr *seg, struct srdma_shm_qp *sh,
+		    uint32_t qpn);
+
+int srdma_ah_create(struct ibv_pd *ibpd, struct ibv_ah_attr *a,
+		    struct srdma_ah **out);
+int srdma_ah_destroy(struct srdma_ah *ah);
+
+/* Private lookups for async events and poll-side progress. */
+struct srdma_qp *srdma_qp_by_slot(struct srdma_context *ctx, uint32_t slot);
+
+/* Receive queues, shared by QPs and SRQs (qp.c). */
+int srdma_rq_init(struct srdma_context *ctx, struct srdma_shm_rq *rq,
+		  uint8_t *minit, uint32_t max_wr, uint32_t max_sge);
+void srdma_rq_fini(struct srdma_context *ctx, struct srdma_shm_rq *rq);
+int srdma_rq_push(struct srdma_shm_rq *rq, struct srdma_seg_hdr *seg,
+		  uint32_t max_wr, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad);
+/* The LID an address vector names (dlid, or the LID in the GID). */
+uint32_t srdma_av_lid(const struct ibv_ah_attr *ah);
+
+/* Windows (mw.c), executed from a QP's send queue. 0 or -errno. */
+int srdma_mw_local_invalidate(struct srdma_context *ctx, struct srdma_pd *pd,
+			      uint32_t key);
+int srdma_mw_bind_exec(struct srdma_context *ctx, struct srdma_pd *qpd,
+		       uint32_t qpn, struct ibv_mw *ibmw, uint32_t new_rkey,
+		       const struct ibv_mw_bind_info *b);
+
+/* ---- arena -------------------------------------------------------------- */
+/* Allocate @len bytes (page-rounded, zeroed) of the ring arena; ctx->lock. */
+int srdma_arena_alloc(struct srdma_context *ctx, uint64_t len, uint64_t *off);
+void srdma_arena_free(struct srdma_context *ctx, uint64_t off, uint64_t len);
+
+/* ---- engine ------------------------------------------------------------- */
+/**
+ * srdma_post_send() - validate each WR (post-time checks, §5.2) and
+ * execute it now, or queue it behind a WR waiting for an RNR retry.
+ * Return: 0, or a positive errno with *bad set (earlier WRs stay posted).
+ */
+int srdma_post_send(struct srdma_qp *qp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad);
+/* Retry deferred WRs of @qp (RNR); called from poll and the timer. */
+void srdma_qp_progress(struct srdma_qp *qp);
+/* Progress every QP of @cq's context with deferred sends on @cq. */
+void srdma_cq_progress(struct srdma_cq *cq);
+/* Flush the deferred sends of @qp with IBV_WC_WR_FLUSH_ERR; sq_lock held. */
+void srdma_sq_flush_locked(struct srdma_qp *qp);
+/* MW type 1 bind through ops.bind_mw. Return: 0 or positive errno. */
+int srdma_bind_mw(struct srdma_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *bind);
+
+#endif

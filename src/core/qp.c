@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * qp.c - queue pairs: create, modify (the state machine of qp_state.c),
+ * query, destroy, and the receive queue.
+ *
+ * The QP number is host-unique: (LID << SRDMA_QPN_SHIFT) | slot, so a QPN
+ * names its context. The receive queue lives in the ring arena and its
+ * entry in the segment's QP table, because the initiator delivering a
+ * SEND pops the WQE itself; the send queue is private (the owner executes
+ * its own sends, see engine/send.c). Attributes the remote side must see
+ * (state, qp_access_flags, qkey, peer, RNR timer) are mirrored into the
+ * shared entry; the rest stays in qp->attr for ibv_query_qp.
+ *
+ * ERR: whoever moves a QP to ERR (the owner through modify_qp or a failed
+ * send, an initiator after a responder error) flushes its receive queue
+ * into the receive CQ with IBV_WC_WR_FLUSH_ERR under the RQ lock; receive
+ * WQEs posted later complete with the flush status at once.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/dp.h"
+#include "core/qp_state.h"
+#include "util/fault.h"
+#include "util/log.h"
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t r = 1;
+
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
+static inline uint32_t qpn_of(struct srdma_context *ctx, uint32_t slot)
+{
+	return (ctx->host.lid << SRDMA_QPN_SHIFT) | slot;
+}
+
+struct srdma_qp *srdma_qp_by_slot(struct srdma_context *ctx, uint32_t slot)
+{
+	return slot < SRDMA_SEG_QP_SLOTS ? ctx->qp_by_slot[slot] : NULL;
+}
+
+/* ---- receive queues (shared by QPs and SRQs) -------------------------- */
+
+int srdma_rq_init(struct srdma_context *ctx, struct srdma_shm_rq *rq,
+		  uint8_t *minit, uint32_t max_wr, uint32_t max_sge)
+{
+	uint32_t size = roundup_pow2(max_wr ? max_wr : 1);
+	uint64_t off;
+	int ret;
+
+	if (!*minit) {
+		ret = srdma_shm_mutex_init(&rq->rlock);
+		if (ret)
+			return ret;
+		*minit = 1;
+	}
+	if (!max_sge)
+		max_sge = 1;
+	ret = srdma_arena_alloc(ctx, (uint64_t)size *
+				(sizeof(struct srdma_shm_rwqe) +
+				 max_sge * sizeof(struct srdma_shm_rsge)),
+				&off);
+	if (ret)
+		return ret;
+	rq->ring_off = off;
+	rq->size = size;
+	rq->max_sge = max_sge;
+	rq->wqe_size = sizeof(struct srdma_shm_rwqe) +
+		       max_sge * sizeof(struct srdma_shm_rsge);
+	atomic_store(&rq->head, 0);
+	atomic_store(&rq->tail, 0);
+	return 0;
+}
+
+void srdma_rq_fini(struct srdma_context *ctx, struct srdma_shm_rq *rq)
+{
+	if (rq->size)
+		srdma_arena_free(ctx, rq->ring_off,
+				 (uint64_t)rq->size * rq->wqe_size);
+	rq->size = 0;
+}
+
+/* Push WRs into @rq (owner). @max_wr: the limit the app was granted. */
+int srdma_rq_push(struct srdma_shm_rq *rq, struct srdma_seg_hdr *seg,
+		  uint32_t max_wr, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad)
+{
+	int ret = 0;
+
+	srdma_shm_lock(&rq->rlock);
+	for (; wr; wr = wr->next) {
+		uint64_t head = atomic_load_explicit(&rq->head,
+						     memory_order_relaxed);
+		struct srdma_shm_rwqe *w;
+		int i;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge ||
+		    (wr->num_sge && !wr->sg_list)) {
+			ret = EINVAL;
+			break;
+		}
+		if (head - atomic_load(&rq->tail) >= max_wr) {
+			ret = ENOMEM;
+			break;
+		}
+		w = (struct srdma_shm_rwqe *)((char *)srdma_seg_ptr(seg,
+					      rq->ring_off) +
+		    (head & (rq->size - 1)) * rq->wqe_size);
+		w->wr_id = wr->wr_id;
+		w->num_sge = (uint32_t)wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			w->sge[i].addr = wr->sg_list[i].addr;
+			w->sge[i].length = wr->sg_list[i].length;
+			w->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		atomic_store_explicit(&rq->head, head + 1,
+				      memory_order_release);
+	}
+	srdma_shm_unlock(&rq->rlock);
+	if (ret && bad)
+		*bad = wr;
+	return ret;
+}
+
+void srdma_rq_flush(struct srdma_context *ctx, struct srdma_peer *p,
+		    struct srdma_seg_hdr *seg, struct srdma_shm_qp *sh,
+		    uint32_t qpn)
+{
+	struct srdma_shm_rq *rq = &sh->rq;
+
+	if (!rq->size)
+		return;
+	srdma_shm_lock(&rq->rlock);
+	while (atomic_load(&rq->tail) < atomic_load(&rq->head)) {
+		uint64_t t = atomic_load(&rq->tail);
+		struct srdma_shm_rwqe *w = (struct srdma_shm_rwqe *)
+			((char *)srdma_seg_ptr(seg, rq->ring_off) +
+			 (t & (rq->size - 1)) * rq->wqe_size);
+		struct srdma_shm_cqe c = { 0 };
+
+		c.wr_id = w->wr_id;
+		c.status = IBV_WC_WR_FLUSH_ERR;
+		c.opcode = IBV_WC_RECV;
+		c.qp_num = qpn;
+		atomic_store(&rq->tail, t + 1);
+		srdma_cqe_post(ctx, p, sh->recv_cq, &c, false);
+	}
+	srdma_shm_unlock(&rq->rlock);
+}
+
+/* ---- create / destroy --------------------------------------------------- */
+
+static int check_cap(struct ibv_qp_cap *cap, bool has_srq,
+		     enum ibv_qp_type type)
+{
+	if (cap->max_send_wr > SRDMA_MAX_QP_WR ||
+	    cap->max_send_sge > SRDMA_MAX_SGE ||
+	    cap->max_inline_data > SRDMA_MAX_INLINE)
+		return -EINVAL;
+	if (!has_srq && (cap->max_recv_wr > SRDMA_MAX_QP_WR ||
+			 cap->max_recv_sge > SRDMA_MAX_SGE))
+		return -EINVAL;
+	(void)type;
+	return 0;
+}
+
+int srdma_qp_create(struct srdma_context *ctx,
+		    struct ibv_qp_init_attr_ex *a, struct srdma_qp **out)
+{
+	struct srdma_cq *scq, *rcq;
+	struct srdma_srq *srq = NULL;
+	struct srdma_shm_qp *sh;
+	struct srdma_pd *pd;
+	struct srdma_qp *qp;
+	uint32_t slot = 0, i;
+	uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	int ret;
+
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD))
+		return -EINVAL;
+	if (a->comp_mask & ~known)
+		return -EOPNOTSUPP;
+	pd = srdma_pd_lookup(a->pd);
+	if (!pd || pd->ctx != ctx)
+		return -EINVAL;
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
+	    a->qp_type != IBV_QPT_UD)
+		return -EOPNOTSUPP;
+	if (!a->send_cq || !a->recv_cq ||
+	    !srdma_handle_check(a->send_cq, SRDMA_OBJ_CQ) ||
+	    !srdma_handle_check(a->recv_cq, SRDMA_OBJ_CQ))
+		return -EINVAL;
+	scq = to_scq(a->send_cq);
+	rcq = to_scq(a->recv_cq);
+	if (scq->ctx != ctx || rcq->ctx != ctx)
+		return -EINVAL;
+	if (a->srq) {
+		if (!srdma_handle_check(a->srq, SRDMA_OBJ_SRQ))
+			return -EINVAL;
+		srq = container_of(a->srq, struct srdma_srq, ibsrq);
+		if (srq->ctx != ctx)
+			return -EINVAL;
+	}
+	ret = check_cap(&a->cap, srq != NULL, a->qp_type);
+	if (ret)
+		return ret;
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (a->send_ops_flags & ~(uint64_t)(IBV_QP_EX_WITH_RDMA_WRITE |
+	     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
+	     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
+	     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+	     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
+	     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)))
+		return -EOPNOTSUPP;
+	if (SRDMA_FAULT(QP_ALLOC))
+		return -ENOMEM;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	pthread_mutex_init(&qp->sq_lock, NULL);
+	qp->pend_tail = &qp->pend_head;
+	qp->ctx = ctx;
+	qp->pd = pd;
+	qp->send_cq = scq;
+	qp->recv_cq = rcq;
+	qp->srq = srq;
+	qp->type = a->qp_type;
+	qp->sq_sig_all = a->sq_sig_all;
+	qp->is_ex = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qp->cap = a->cap;
+	if (!qp->cap.max_send_sge)
+		qp->cap.max_send_sge = 1;
+	if (srq) {
+		qp->cap.max_recv_wr = 0;
+		qp->cap.max_recv_sge = 0;
+	} else if (!qp->cap.max_recv_sge) {
+		qp->cap.max_recv_sge = 1;
+	}
+
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < SRDMA_SEG_QP_SLOTS; i++) {
+		slot = (ctx->next_qp + i) % SRDMA_SEG_QP_SLOTS;
+		if (slot && !ctx->qp_by_slot[slot])
+			break;
+	}
+	if (i == SRDMA_SEG_QP_SLOTS) {
+		ret = -ENOMEM;
+		goto err_unlock;
+	}
+	sh = srdma_seg_qp(ctx->host.seg, slot);
+	if (srq) {
+		if (!ctx->qp_minit[slot]) {
+			ret = srdma_shm_mutex_init(&sh->rq.rlock);
+			if (ret)
+				goto err_unlock;
+			ctx->qp_minit[slot] = 1;
+		}
+		sh->rq.size = 0;
+	} else {
+		ret = srdma_rq_init(ctx, &sh->rq, &ctx->qp_minit[slot],
+				    qp->cap.max_recv_wr ? qp->cap.max_recv_wr
+							: 1,
+				    qp->cap.max_recv_sge);
+		if (ret)
+			goto err_unlock;
+	}
+	qp->slot = slot;
+	qp->sh = sh;
+	atomic_store(&sh->state, IBV_QPS_RESET);
+	sh->gen++;
+	sh->type = (uint8_t)a->qp_type;
+	sh->min_rnr_timer = 0;
+	sh->pd_handle = pd->ibpd.handle;
+	atomic_store(&sh->access, 0);
+	atomic_store(&sh->qkey, 0);
+	atomic_store(&sh->dest_qpn, 0);
+	atomic_store(&sh->dlid, 0);
+	sh->send_cq = scq->slot;
+	sh->recv_cq = rcq->slot;
+	sh->srq = srq ? srq->slot + 1 : 0;
+	sh->sq_psn = sh->rq_psn = 0;
+	atomic_store(&sh->n_sent, 0);
+	atomic_store(&sh->n_recv, 0);
+
+	qp->ib.qp.context = &ctx->vctx.context;
+	qp->ib.qp.qp_context = a->qp_context;
+	qp->ib.qp.pd = a->pd;
+	qp->ib.qp.send_cq = a->send_cq;
+	qp->ib.qp.recv_cq = a->recv_cq;
+	qp->ib.qp.srq = a->srq;
+	qp->ib.qp.handle = slot;
+	qp->ib.qp.qp_num = qpn_of(ctx, slot);
+	qp->ib.qp.state = IBV_QPS_RESET;
+	qp->ib.qp.qp_type = a->qp_type;
+	pthread_mutex_init(&qp->ib.qp.mutex, NULL);
+	pthread_cond_init(&qp->ib.qp.cond, NULL);
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cur_qp_state = IBV_QPS_RESET;
+	qp->attr.path_mtu = IBV_MTU_1024;
+	qp->attr.port_num = 1;
+	qp->attr.cap = qp->cap;
+	qp->attr.sq_draining = 0;
+	if (qp->is_ex)
+		qp->comp_mask = 1;	/* VERBS_QP_EX */
+	ret = srdma_handle_add(qp, SRDMA_OBJ_QP);
+	if (ret)
+		goto err_rq;
+	ctx->qp_by_slot[slot] = qp;
+	ctx->next_qp = slot + 1;
+	ctx->n_qp++;
+	scq->n_qp++;
+	rcq->n_qp++;
+	if (srq)
+		srq->n_qp++;
+	atomic_fetch_add(&pd->usecnt, 1);
+	atomic_store_explicit(&sh->live, SRDMA_OBJ_LIVE, memory_order_release);
+	pthread_mutex_unlock(&ctx->lock);
+	a->cap = qp->cap;
+	*out = qp;
+	return 0;
+
+err_rq:
+	if (!srq)
+		srdma_rq_fini(ctx, &sh->rq);
+err_unlock:
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_destroy(&qp->sq_lock);
+	free(qp);
+	return ret;
+}
+
+/* Drop deferred sends without completions (destroy, reset). sq_lock. */
+static void sq_drop_locked(struct srdma_qp *qp)
+{
+	struct srdma_swqe *w;
+
+	while ((w = qp->pend_head)) {
+		qp->pend_head = w->next;
+		free(w);
+	}
+	qp->pend_tail = &qp->pend_head;
+	if (qp->n_pend) {
+		qp->n_pend = 0;
+		atomic_fetch_sub(&qp->send_cq->n_pending_qp, 1);
+		srdma_progress_done(qp);
+	}
+}
+
+int srdma_qp_destroy(struct srdma_qp *qp)
+{
+	struct srdma_context *ctx = qp->ctx;
+	struct srdma_shm_qp *sh = qp->sh;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (!srdma_handle_del(qp, SRDMA_OBJ_QP)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	/* Unpublish, then wait out an initiator inside the RQ section. */
+	srdma_shm_lock(&sh->rq.rlock);
+	atomic_store(&sh->live, SRDMA_OBJ_FREE);
+	atomic_store(&sh->state, IBV_QPS_RESET);
+	srdma_shm_unlock(&sh->rq.rlock);
+	ctx->qp_by_slot[qp->slot] = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+
+	/* A progress sweep may still hold it. */
+	while (atomic_load(&qp->busy))
+		sched_yield();
+	pthread_mutex_lock(&qp->sq_lock);
+	sq_drop_locked(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+
+	pthread_mutex_lock(&ctx->lock);
+	if (!qp->srq)
+		srdma_rq_fini(ctx, &sh->rq);
+	ctx->n_qp--;
+	qp->send_cq->n_qp--;
+	qp->recv_cq->n_qp--;
+	if (qp->srq)
+		qp->srq->n_qp--;
+	atomic_fetch_sub(&qp->pd->usecnt, 1);
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_destroy(&qp->sq_lock);
+	pthread_mutex_destroy(&qp->ib.qp.mutex);
+	pthread_cond_destroy(&qp->ib.qp.cond);
+	free(qp->bld);
+	free(qp->bld_sge);
+	free(qp);
+	return 0;
+}
+
+/* ---- modify / query ----------------------------------------------------- */
+
+/* The LID an address vector names (the GID decodes to it, see
+ * ibv_device.c gid_of()). */
+uint32_t srdma_av_lid(const struct ibv_ah_attr *ah)
+{
+	if (ah->dlid)
+		return ah->dlid;
+	if (ah->is_global)
+		return be64toh(ah->grh.dgid.global.interface_id) & 0xffff;
+	return 0;
+}
+
+void srdma_qp_set_error(struct srdma_qp *qp)
+{
+	struct srdma_context *ctx = qp->ctx;
+	uint32_t old;
+
+	old = atomic_exchange(&qp->sh->state, IBV_QPS_ERR);
+	qp->ib.qp.state = IBV_QPS_ERR;
+	qp->attr.qp_state = IBV_QPS_ERR;
+	if (qp->srq) {
+		if (old != IBV_QPS_ERR)
+			srdma_aev_post(ctx, NULL, IBV_EVENT_QP_LAST_WQE_REACHED,
+				       SRDMA_AEV_OBJ_QP, qp->slot,
+				       qp->sh->gen);
+	} else {
+		srdma_rq_flush(ctx, NULL, ctx->host.seg, qp->sh,
+			       qp->ib.qp.qp_num);
+	}
+	pthread_mutex_lock(&qp->sq_lock);
+	srdma_sq_flush_locked(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+}
+
+int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	struct srdma_qp_limits lim = {
+		.max_qp_rd_atom = SRDMA_MAX_RD_ATOM,
+		.max_qp_dest_rd_atom = SRDMA_MAX_RD_ATOM,
+		.gid_tbl_len = 1,
+	};
+	enum ibv_qp_state cur, next;
+	struct srdma_shm_qp *sh = qp->sh;
+	int ret;
+
+	if (!attr)
+		return -EINVAL;
+	pthread_mutex_lock(&qp->sq_lock);
+	cur = (enum ibv_qp_state)atomic_load(&sh->state);
+	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur &&
+	    !(attr->cur_qp_state == IBV_QPS_RTS && cur == IBV_QPS_SQD)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = srdma_qp_attr_check(qp->type, attr, mask, &lim);
+	if (!ret)
+		ret = srdma_qp_modify_check(qp->type, cur, next, mask);
+	if (ret) {
+		srdma_dbg("modify_qp %#x: %s -> %s with mask %#x refused",
+			  qp->ib.qp.qp_num, srdma_qp_state_str(cur),
+			  srdma_qp_state_str(next), mask);
+		goto out;
+	}
+	/* Checked: apply. */
+	if (mask & IBV_QP_ACCESS_FLAGS) {
+		qp->attr.qp_access_flags = attr->qp_access_flags;
+		atomic_store(&sh->access, attr->qp_access_flags);
+	}
+	if (mask & IBV_QP_PKEY_INDEX)
+		qp->attr.pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PORT)
+		qp->attr.port_num = attr->port_num;
+	if (mask & IBV_QP_QKEY) {
+		qp->attr.qkey = attr->qkey;
+		atomic_store(&sh->qkey, attr->qkey);
+	}
+	if (mask & IBV_QP_AV) {
+		qp->attr.ah_attr = attr->ah_attr;
+		atomic_store(&sh->dlid, srdma_av_lid(&attr->ah_attr));
+		qp->peer = NULL;
+	}
+	if (mask & IBV_QP_ALT_PATH) {
+		qp->attr.alt_ah_attr = attr->alt_ah_attr;
+		qp->attr.alt_pkey_index = attr->alt_pkey_index;
+		qp->attr.alt_port_num = attr->alt_port_num;
+		qp->attr.alt_timeout = attr->alt_timeout;
+	}
+	if (mask & IBV_QP_PATH_MTU)
+		qp->attr.path_mtu = attr->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		qp->attr.timeout = attr->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		qp->attr.retry_cnt = attr->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		qp->attr.rnr_retry = attr->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN) {
+		qp->attr.rq_psn = attr->rq_psn & 0xffffff;
+		sh->rq_psn = qp->attr.rq_psn;
+	}
+	if (mask & IBV_QP_SQ_PSN) {
+		qp->attr.sq_psn = attr->sq_psn & 0xffffff;
+		sh->sq_psn = qp->attr.sq_psn;
+	}
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->attr.max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->attr.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER) {
+		qp->attr.min_rnr_timer = attr->min_rnr_timer;
+		sh->min_rnr_timer = attr->min_rnr_timer;
+	}
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		qp->attr.path_mig_state = attr->path_mig_state;
+	if (mask & IBV_QP_DEST_QPN) {
+		qp->attr.dest_qp_num = attr->dest_qp_num & 0xffffff;
+		atomic_store(&sh->dest_qpn, qp->attr.dest_qp_num);
+		qp->peer = NULL;
+	}
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->attr.en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IBV_QP_RATE_LIMIT)
+		qp->attr.rate_limit = attr->rate_limit;
+	if (mask & IBV_QP_STATE) {
+		qp->attr.qp_state = next;
+		qp->attr.cur_qp_state = next;
+		qp->ib.qp.state = next;
+		if (next == IBV_QPS_RESET) {
+			sq_drop_locked(qp);
+			if (!qp->srq) {
+				srdma_shm_lock(&sh->rq.rlock);
+				atomic_store(&sh->rq.tail,
+					     atomic_load(&sh->rq.head));
+				srdma_shm_unlock(&sh->rq.rlock);
+			}
+			qp->peer = NULL;
+		}
+		if (next != IBV_QPS_ERR)
+			atomic_store(&sh->state, next);
+	}
+out:
+	pthread_mutex_unlock(&qp->sq_lock);
+	if (!ret && (mask & IBV_QP_STATE) && next == IBV_QPS_ERR)
+		srdma_qp_set_error(qp);
+	return ret;
+}
+
+int srdma_qp_query(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask,
+		   struct ibv_qp_init_attr *init)
+{
+	if (!attr || !init)
+		return -EINVAL;
+	(void)mask;	/* everything is cheap: fill it all, as providers do */
+	pthread_mutex_lock(&qp->sq_lock);
+	*attr = qp->attr;
+	attr->qp_state = (enum ibv_qp_state)atomic_load(&qp->sh->state);
+	attr->cur_qp_state = attr->qp_state;
+	attr->cap = qp->cap;
+	memset(init, 0, sizeof(*init));
+	init->qp_context = qp->ib.qp.qp_context;
+	init->send_cq = qp->ib.qp.send_cq;
+	init->recv_cq = qp->ib.qp.recv_cq;
+	init->srq = qp->ib.qp.srq;
+	init->cap = qp->cap;
+	init->qp_type = qp->type;
+	init->sq_sig_all = qp->sq_sig_all;
+	pthread_mutex_unlock(&qp->sq_lock);
+	qp->ib.qp.state = attr->qp_state;
+	return 0;
+}
+
+int srdma_qp_post_recv(struct srdma_qp *qp, struct ibv_recv_wr *wr,
+		       struct ibv_recv_wr **bad)
+{
+	uint32_t st = atomic_load(&qp->sh->state);
+	int ret;
+
+	if (qp->srq || st == IBV_QPS_RESET) {
+		if (bad)
+			*bad = wr;
+		return EINVAL;
+	}
+	ret = srdma_rq_push(&qp->sh->rq, qp->ctx->host.seg, qp->cap.max_recv_wr,
+			    wr, bad);
+	/* In ERR, what was posted completes with the flush status now. */
+	if (atomic_load(&qp->sh->state) == IBV_QPS_ERR)
+		srdma_rq_flush(qp->ctx, NULL, qp->ctx->host.seg, qp->sh,
+			       qp->ib.qp.qp_num);
+	return ret;
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * srq.c - shared receive queues and address handles.
+ *
+ * An SRQ is a receive queue (struct srdma_shm_rq) in the SRQ table of the
+ * segment, so initiators delivering a SEND to any QP attached to it pop
+ * its WQEs themselves. The limit is armed by ibv_modify_srq(SRQ_LIMIT) and
+ * disarmed by the consumer that leaves fewer WQEs than the limit queued;
+ * that consumer raises IBV_EVENT_SRQ_LIMIT_REACHED in the owner's async
+ * ring. The receive buffers are checked against the SRQ's PD
+ * (verbs-semantics §5.1, step 3).
+ *
+ * Address handles are private: a UD send resolves the LID of the AH (or
+ * its GID, which decodes to the LID) at post time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/dp.h"
+#include "util/fault.h"
+#include "util/log.h"
+
+int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
+		     struct srdma_srq **out)
+{
+	struct srdma_pd *pd = srdma_pd_lookup(ibpd);
+	struct srdma_context *ctx;
+	struct srdma_shm_srq *sh;
+	struct srdma_srq *srq;
+	uint32_t slot = 0, i;
+	int ret;
+
+	if (!pd || !a)
+		return -EINVAL;
+	ctx = pd->ctx;
+	if (!a->attr.max_wr || a->attr.max_wr > SRDMA_MAX_SRQ_WR ||
+	    a->attr.max_sge > SRDMA_MAX_SGE ||
+	    a->attr.srq_limit > a->attr.max_wr)
+		return -EINVAL;
+	if (SRDMA_FAULT(SRQ_ALLOC))
+		return -ENOMEM;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return -ENOMEM;
+	srq->ctx = ctx;
+	srq->pd = pd;
+	srq->max_wr = a->attr.max_wr;
+	srq->max_sge = a->attr.max_sge ? a->attr.max_sge : 1;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < SRDMA_SEG_SRQ_SLOTS; i++) {
+		slot = (ctx->next_srq + i) % SRDMA_SEG_SRQ_SLOTS;
+		if (!ctx->srq_by_slot[slot])
+			break;
+	}
+	if (i == SRDMA_SEG_SRQ_SLOTS) {
+		ret = -ENOMEM;
+		goto err_unlock;
+	}
+	sh = srdma_seg_srq(ctx->host.seg, slot);
+	ret = srdma_rq_init(ctx, &sh->rq, &ctx->srq_minit[slot], srq->max_wr,
+			    srq->max_sge);
+	if (ret)
+		goto err_unlock;
+	srq->slot = slot;
+	srq->sh = sh;
+	sh->gen++;
+	sh->pd_handle = ibpd->handle;
+	atomic_store(&sh->limit, 0);
+	atomic_store(&sh->error, 0);
+	srq->ibsrq.context = ibpd->context;
+	srq->ibsrq.srq_context = a->srq_context;
+	srq->ibsrq.pd = ibpd;
+	srq->ibsrq.handle = slot;
+	pthread_mutex_init(&srq->ibsrq.mutex, NULL);
+	pthread_cond_init(&srq->ibsrq.cond, NULL);
+	ret = srdma_handle_add(srq, SRDMA_OBJ_SRQ);
+	if (ret) {
+		srdma_rq_fini(ctx, &sh->rq);
+		goto err_unlock;
+	}
+	ctx->srq_by_slot[slot] = srq;
+	ctx->next_srq = slot + 1;
+	ctx->n_srq++;
+	atomic_fetch_add(&pd->usecnt, 1);
+	atomic_store_explicit(&sh->live, SRDMA_OBJ_LIVE, memory_order_release);
+	pthread_mutex_unlock(&ctx->lock);
+	a->attr.max_wr = srq->max_wr;
+	a->attr.max_sge = srq->max_sge;
+	*out = srq;
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&ctx->lock);
+	free(srq);
+	return ret;
+}
+
+int srdma_srq_destroy(struct srdma_srq *srq)
+{
+	struct srdma_context *ctx = srq->ctx;
+	struct srdma_shm_srq *sh = srq->sh;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (srq->n_qp) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EBUSY;
+	}
+	if (!srdma_handle_del(srq, SRDMA_OBJ_SRQ)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	srdma_shm_lock(&sh->rq.rlock);
+	atomic_store(&sh->live, SRDMA_OBJ_FREE);
+	srdma_shm_unlock(&sh->rq.rlock);
+	ctx->srq_by_slot[srq->slot] = NULL;
+	srdma_rq_fini(ctx, &sh->rq);
+	ctx->n_srq--;
+	atomic_fetch_sub(&srq->pd->usecnt, 1);
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_destroy(&srq->ibsrq.mutex);
+	pthread_cond_destroy(&srq->ibsrq.cond);
+	free(srq);
+	return 0;
+}
+
+int srdma_srq_modify(struct srdma_srq *srq, struct ibv_srq_attr *a, int mask)
+{
+	if (!a || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
+		return -EINVAL;
+	/* Resizing is not offered (no IBV_DEVICE_SRQ_RESIZE semantics
+	 * beyond the granted size): growing within it is a no-op. */
+	if ((mask & IBV_SRQ_MAX_WR) && a->max_wr > srq->max_wr)
+		return -EINVAL;
+	if (mask & IBV_SRQ_LIMIT) {
+		if (a->srq_limit > srq->max_wr)
+			return -EINVAL;
+		pthread_mutex_lock(&srq->ctx->lock);
+		srq->srq_limit = a->srq_limit;
+		pthread_mutex_unlock(&srq->ctx->lock);
+		atomic_store(&srq->sh->limit, a->srq_limit);
+	}
+	return 0;
+}
+
+int srdma_srq_query(struct srdma_srq *srq, struct ibv_srq_attr *a)
+{
+	if (!a)
+		return -EINVAL;
+	a->max_wr = srq->max_wr;
+	a->max_sge = srq->max_sge;
+	a->srq_limit = atomic_load(&srq->sh->limit);
+	return 0;
+}
+
+int srdma_srq_post_recv(struct srdma_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad)
+{
+	return srdma_rq_push(&srq->sh->rq, srq->ctx->host.seg, srq->max_wr, wr,
+			     bad);
+}
+
+/* ---- address handles ----------------------------------------------------- */
+
+int srdma_ah_create(struct ibv_pd *ibpd, struct ibv_ah_attr *a,
+		    struct srdma_ah **out)
+{
+	struct srdma_pd *pd = srdma_pd_lookup(ibpd);
+	struct srdma_ah *ah;
+	uint32_t lid;
+	int ret;
+
+	if (!pd || !a)
+		return -EINVAL;
+	if (a->port_num != 1)
+		return -EINVAL;
+	if (a->is_global && a->grh.sgid_index >= 1)
+		return -EINVAL;
+	lid = srdma_av_lid(a);
+	if (!lid)
+		return -EINVAL;
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return -ENOMEM;
+	ah->pd = pd;
+	ah->attr = *a;
+	ah->dlid = lid;
+	ah->ibah.context = ibpd->context;
+	ah->ibah.pd = ibpd;
+	ah->ibah.handle = lid;
+	ret = srdma_handle_add(ah, SRDMA_OBJ_AH);
+	if (ret) {
+		free(ah);
+		return ret;
+	}
+	atomic_fetch_add(&pd->usecnt, 1);
+	*out = ah;
+	return 0;
+}
+
+int srdma_ah_destroy(struct srdma_ah *ah)
+{
+	if (!srdma_handle_del(ah, SRDMA_OBJ_AH))
+		return -EINVAL;
+	atomic_fetch_sub(&ah->pd->usecnt, 1);
+	free(ah);
+	return 0;
+}
