@@ -914,13 +914,24 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		goto done;
 	}
 	if (!resolve_connected(qp, &t)) {
-		if (qp->type == IBV_QPT_RC) {
-			srdma_dbg("QP %#x: peer lid %u QP %#x unreachable or not connected back",
-				  qp->ib.qp.qp_num,
-				  atomic_load(&qp->sh->dlid),
-				  atomic_load(&qp->sh->dest_qpn));
-			o.req_status = IBV_WC_RETRY_EXC_ERR;
-		}
+		uint64_t now, tmo;
+
+		if (qp->type != IBV_QPT_RC)
+			goto done;	/* UC: lost on the wire */
+		/* As on a fabric: the request goes unanswered and is
+		 * retried until the transport retry budget, timeout x
+		 * (retry_cnt + 1), runs out (timeout 0: forever). */
+		now = srdma_now_ns();
+		tmo = srdma_ack_timeout_ns(qp->attr.timeout);
+		if (!w->first_try_ns)
+			w->first_try_ns = now;
+		if (tmo == UINT64_MAX ||
+		    now - w->first_try_ns <= tmo * (qp->attr.retry_cnt + 1ull))
+			return EXEC_RNR;
+		srdma_dbg("QP %#x: peer lid %u QP %#x unreachable or not connected back",
+			  qp->ib.qp.qp_num, atomic_load(&qp->sh->dlid),
+			  atomic_load(&qp->sh->dest_qpn));
+		o.req_status = IBV_WC_RETRY_EXC_ERR;
 		goto done;
 	}
 	switch (w->opcode) {
