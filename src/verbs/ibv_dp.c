@@ -425,6 +425,3 @@ void srdma_verbs_set_dp_ops(struct srdma_context *ctx)
 	v->create_qp_ex = op_create_qp_ex;
 }
 
-/* TEMP until ibv_ex.c lands */
-__attribute__((weak)) void srdma_verbs_qpex_init(struct srdma_qp *qp, uint64_t f) { (void)qp; (void)f; }
-__attribute__((weak)) void srdma_verbs_cqex_init(struct srdma_cq *cq) { (void)cq; }
