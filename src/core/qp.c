@@ -181,12 +181,16 @@ int srdma_qp_create(struct srdma_context *ctx,
 	struct srdma_pd *pd;
 	struct srdma_qp *qp;
 	uint32_t slot = 0, i;
-	uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+			 IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	int ret;
 
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD))
 		return -EINVAL;
 	if (a->comp_mask & ~known)
+		return -EOPNOTSUPP;
+	/* No creation flag (scatter FCS, CVLAN stripping...) is offered. */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
 		return -EOPNOTSUPP;
 	pd = srdma_pd_lookup(a->pd);
 	if (!pd || pd->ctx != ctx)

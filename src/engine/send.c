@@ -262,7 +262,15 @@ static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
 	struct srdma_shm_qp *sh;
 	uint32_t slot = qpn & ((1u << SRDMA_QPN_SHIFT) - 1);
 
-	if ((qpn >> SRDMA_QPN_SHIFT) != lid || !slot)
+	/*
+	 * QPNs are host-unique and name their context, so the QPN routes.
+	 * The address vector's LID is not compared: on a real HCA, two
+	 * contexts of one port share its LID, and programs that drive both
+	 * ends (pyverbs) address the peer QP with their own LID.
+	 */
+	(void)lid;
+	lid = qpn >> SRDMA_QPN_SHIFT;
+	if (!slot)
 		return false;
 	if (qp->type != IBV_QPT_UD && qp->peer && qp->peer->lid == lid &&
 	    srdma_peer_alive(qp->ctx, qp->peer))
@@ -293,8 +301,7 @@ static bool resolve_connected(struct srdma_qp *qp, struct target *t)
 		return false;
 	if (!qp_receives(atomic_load(&t->qp->state)))
 		return false;
-	return atomic_load(&t->qp->dest_qpn) == qp->ib.qp.qp_num &&
-	       atomic_load(&t->qp->dlid) == qp->ctx->host.lid;
+	return atomic_load(&t->qp->dest_qpn) == qp->ib.qp.qp_num;
 }
 
 /* Move the target QP to ERR (responder error) and flush it. */
