@@ -238,10 +238,6 @@ static bool ah_ok(const struct ibv_ah_attr *ah,
 	return true;
 }
 
-#define QP_ACCESS_ALLOWED                                                      \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
-
 int srdma_qp_attr_check(enum ibv_qp_type type, const struct ibv_qp_attr *attr,
 			int attr_mask, const struct srdma_qp_limits *lim)
 {
@@ -270,9 +266,8 @@ int srdma_qp_attr_check(enum ibv_qp_type type, const struct ibv_qp_attr *attr,
 	if ((attr_mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
 	    attr->max_dest_rd_atomic > lim->max_qp_dest_rd_atom)
 		return -EINVAL;
-	if ((attr_mask & IBV_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & ~(unsigned int)QP_ACCESS_ALLOWED))
-		return -EINVAL;
+	/* qp_access_flags: other bits (ON_DEMAND, MW_BIND...) are ignored,
+	 * as by the kernel and every provider; pyverbs passes its MR flags. */
 	if ((attr_mask & IBV_QP_AV) && !ah_ok(&attr->ah_attr, lim))
 		return -EINVAL;
 	if ((attr_mask & IBV_QP_ALT_PATH) &&

@@ -502,10 +502,6 @@ static void test_qp_attr_each_bad_value_fails(void **state)
 	BAD(min_rnr_timer, 32, IBV_QP_MIN_RNR_TIMER);
 	BAD(max_rd_atomic, 17, IBV_QP_MAX_QP_RD_ATOMIC);
 	BAD(max_dest_rd_atomic, 9, IBV_QP_MAX_DEST_RD_ATOMIC);
-	BAD(qp_access_flags, IBV_ACCESS_MW_BIND, IBV_QP_ACCESS_FLAGS);
-	BAD(qp_access_flags, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED,
-	    IBV_QP_ACCESS_FLAGS);
-	BAD(qp_access_flags, 1u << 30, IBV_QP_ACCESS_FLAGS);
 	BAD(ah_attr.port_num, 2, IBV_QP_AV);
 	BAD(ah_attr.port_num, 0, IBV_QP_AV);
 	BAD(ah_attr.grh.sgid_index, 4, IBV_QP_AV);
