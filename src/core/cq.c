@@ -471,6 +471,40 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 	return 0;
 }
 
+void srdma_cq_clean(struct srdma_cq *cq, uint32_t qpn)
+{
+	struct srdma_shm_cq *sh = cq->sh;
+	uint64_t pos, out, end;
+	uint32_t mask;
+
+	pthread_mutex_lock(&cq->poll_lock);
+	srdma_shm_lock(&sh->plock);
+	mask = sh->size - 1;
+	pos = out = atomic_load(&sh->cons);
+	end = sh->prod;
+	for (; pos < end; pos++) {
+		struct srdma_shm_cqe *e = &cq->ring[pos & mask];
+
+		if (e->qp_num == qpn)
+			continue;
+		if (out != pos) {
+			struct srdma_shm_cqe *d = &cq->ring[out & mask];
+
+			memcpy((char *)d + sizeof(d->seq),
+			       (char *)e + sizeof(e->seq),
+			       sizeof(*d) - sizeof(d->seq));
+			atomic_store_explicit(&d->seq, out + 1,
+					      memory_order_release);
+		}
+		out++;
+	}
+	for (pos = out; pos < end; pos++)
+		atomic_store(&cq->ring[pos & mask].seq, 0);
+	sh->prod = out;
+	srdma_shm_unlock(&sh->plock);
+	pthread_mutex_unlock(&cq->poll_lock);
+}
+
 int srdma_cq_pop(struct srdma_cq *cq, struct srdma_shm_cqe *out)
 {
 	struct srdma_shm_cq *sh = cq->sh;

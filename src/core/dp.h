@@ -144,6 +144,8 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 		   uint32_t slot, const struct srdma_shm_cqe *cqe,
 		   bool solicited);
 int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc);
+/* Drop every queued CQE of QP @qpn (modify to RESET, as HCAs do). */
+void srdma_cq_clean(struct srdma_cq *cq, uint32_t qpn);
 /* Read one CQE (cq_ex). Return: 0, -ENOENT when empty. poll_lock held. */
 int srdma_cq_pop(struct srdma_cq *cq, struct srdma_shm_cqe *out);
 void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc);

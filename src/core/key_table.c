@@ -305,6 +305,8 @@ bool srdma_key_snapshot(struct srdma_shm_key *e, struct srdma_key_snap *s)
 /* True if [addr, addr + len) lies inside [base, base + size); never wraps. */
 static bool range_ok(uint64_t base, uint64_t size, uint64_t addr, uint64_t len)
 {
+	if (!len)	/* nothing is accessed (C9-88) */
+		return true;
 	return addr >= base && len <= size && addr - base <= size - len;
 }
 

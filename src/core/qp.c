@@ -532,6 +532,9 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 		qp->ib.qp.state = next;
 		if (next == IBV_QPS_RESET) {
 			sq_drop_locked(qp);
+			srdma_cq_clean(qp->send_cq, qp->ib.qp.qp_num);
+			if (qp->recv_cq != qp->send_cq)
+				srdma_cq_clean(qp->recv_cq, qp->ib.qp.qp_num);
 			if (!qp->srq) {
 				srdma_shm_lock(&sh->rq.rlock);
 				atomic_store(&sh->rq.tail,
