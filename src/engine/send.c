@@ -576,8 +576,7 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	}
 	if (w->opcode == IBV_WR_SEND_WITH_INV) {
 		r = srdma_key_remote_invalidate(&t->p->kv, w->imm,
-						rc.srq ? t->qp->pd_handle :
-							 rc.pd);
+						t->qp->pd_handle);
 		if (r) {
 			c.status = IBV_WC_REM_INV_REQ_ERR;
 			c.opcode = IBV_WC_RECV;
@@ -591,12 +590,17 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 		c.imm = w->imm;
 	}
 	r = scatter(qp, t, &rc, &lb, 0, lb.len, grh, prefix);
+	if (r == -EACCES && uc && !rc.srq) {
+		/* UC: the responder drops it, the WQE stays (§5.5). */
+		rq_abort(&rc);
+		goto out;
+	}
 	if (r == -EACCES) {
 		c.status = IBV_WC_LOC_PROT_ERR;
 		c.opcode = IBV_WC_RECV;
 		rq_complete(qp, t, &rc, &c, true);
 		o->req_status = ud || uc ? IBV_WC_SUCCESS : IBV_WC_REM_OP_ERR;
-		o->resp_error = !ud;
+		o->resp_error = !ud && !uc;
 		o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
 		goto out;
 	}
@@ -806,24 +810,21 @@ static int exec_atomic(struct srdma_qp *qp, struct srdma_swqe *w,
 	/* The original value into our buffer (it may be unmapped). */
 	{
 		struct srdma_peer me = { .pid = getpid() };
-		struct iovec src = { &old, 8 };
-		ssize_t got = 0;
 		uint32_t i;
 		uint64_t off = 0;
 
-		(void)me;
 		for (i = 0; i < lb.n; i++) {
-			struct iovec d = lb.iov[i];
-			struct iovec s = { (char *)src.iov_base + off,
-					   d.iov_len };
+			struct iovec src = { (char *)&old + off,
+					     lb.iov[i].iov_len };
 
-			got = process_vm_writev(getpid(), &s, 1, &d, 1, 0);
-			if (got != (ssize_t)d.iov_len)
+			if (xcopy(&me, &src, 1,
+				  (uintptr_t)lb.iov[i].iov_base,
+				  lb.iov[i].iov_len, true)) {
+				o->req_status = IBV_WC_LOC_PROT_ERR;
 				break;
-			off += d.iov_len;
+			}
+			off += lb.iov[i].iov_len;
 		}
-		if (i < lb.n)
-			o->req_status = IBV_WC_LOC_PROT_ERR;
 	}
 out:
 	local_release(&lb);
