@@ -285,7 +285,10 @@ int srdma_mw_bind_exec(struct srdma_context *ctx, struct srdma_pd *qpd,
 	}
 	srdma_key_write_end(e);
 	srdma_mw_set_mr_locked(mw, unbind ? NULL : mr);
-	ibmw->rkey = new_rkey;
+	/* Type 1: ibv_bind_mw() already set it at post time. Type 2: the
+	 * consumer owns the new key; mw->rkey is not rewritten (1.3). */
+	if (!type2)
+		ibmw->rkey = new_rkey;
 	ret = 0;
 out:
 	pthread_mutex_unlock(&ctx->lock);
