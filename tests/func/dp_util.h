@@ -26,17 +26,17 @@
 #define DP_REMOTE_ACCESS                                                       \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                    \
 	 IBV_ACCESS_REMOTE_ATOMIC)
-#define DP_MAX_SGE 4
+#define DP_MAX_SGE    4
 #define DP_MAX_INLINE 64
-#define DP_QKEY 0x11111111u
+#define DP_QKEY	      0x11111111u
 
 struct dp_ep {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
-	struct ibv_comp_channel *ch;	/* or NULL */
+	struct ibv_comp_channel *ch; /* or NULL */
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
-	struct ibv_ah *ah;		/* UD: towards the other endpoint */
+	struct ibv_ah *ah; /* UD: towards the other endpoint */
 	char *buf;
 	size_t len;
 	struct ibv_mr *mr;
@@ -45,12 +45,12 @@ struct dp_ep {
 
 /* Knobs for dp_connect(); zero-filled means the defaults below. */
 struct dp_conn {
-	unsigned int access;	/* qp_access_flags of this side */
-	uint8_t min_rnr_timer;	/* this side as responder; default 1 */
-	uint8_t rnr_retry;	/* this side as requester; default 0 */
-	uint8_t timeout;	/* default 14 */
-	uint8_t retry_cnt;	/* default 7 */
-	bool no_rts;		/* stop in INIT */
+	unsigned int access;   /* qp_access_flags of this side */
+	uint8_t min_rnr_timer; /* this side as responder; default 1 */
+	uint8_t rnr_retry;     /* this side as requester; default 0 */
+	uint8_t timeout;       /* default 14 */
+	uint8_t retry_cnt;     /* default 7 */
+	bool no_rts;	       /* stop in INIT */
 };
 
 static inline uint64_t dp_now_ms(void)
@@ -216,7 +216,7 @@ static inline int dp_poll(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 }
 
 /* Expect the next completion of @cq to have @status; return it in @wc. */
-#define dp_expect_wc(cq, status, wc, what)                                    \
+#define dp_expect_wc(cq, status, wc, what)                                     \
 	dp_expect_wc_at(__FILE__, __LINE__, cq, status, wc, what)
 static inline bool dp_expect_wc_at(const char *file, int line,
 				   struct ibv_cq *cq, enum ibv_wc_status status,
@@ -242,7 +242,8 @@ static inline bool dp_expect_wc_at(const char *file, int line,
 }
 
 /* Expect no completion on @cq (within a short while). */
-#define dp_expect_no_wc(cq, what) dp_expect_no_wc_at(__FILE__, __LINE__, cq, what)
+#define dp_expect_no_wc(cq, what)                                              \
+	dp_expect_no_wc_at(__FILE__, __LINE__, cq, what)
 static inline void dp_expect_no_wc_at(const char *file, int line,
 				      struct ibv_cq *cq, const char *what)
 {
@@ -279,7 +280,7 @@ static inline int dp_post_recv(struct dp_ep *e, uint64_t wr_id,
 static inline void dp_recv_buf(struct dp_ep *e, uint64_t wr_id, size_t off,
 			       uint32_t len)
 {
-	struct ibv_sge s = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_sge s = {(uintptr_t)e->buf + off, len, e->mr->lkey};
 
 	assert_int_equal(dp_post_recv(e, wr_id, &s, 1), 0);
 }
@@ -289,7 +290,7 @@ static inline int dp_post(struct ibv_qp *qp, uint64_t wr_id,
 			  enum ibv_wr_opcode op, uint64_t laddr, uint32_t len,
 			  uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge s = { laddr, len, lkey };
+	struct ibv_sge s = {laddr, len, lkey};
 	struct ibv_send_wr wr, *bad = NULL;
 
 	memset(&wr, 0, sizeof(wr));
@@ -298,7 +299,8 @@ static inline int dp_post(struct ibv_qp *qp, uint64_t wr_id,
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.sg_list = &s;
 	wr.num_sge = 1;
-	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wr.wr.atomic.remote_addr = raddr;
 		wr.wr.atomic.rkey = rkey;
 		wr.wr.atomic.compare_add = 1;
@@ -313,15 +315,16 @@ static inline int dp_post(struct ibv_qp *qp, uint64_t wr_id,
  * A QP in ERR: a new send WR and a new receive WR both complete with
  * IBV_WC_WR_FLUSH_ERR (and the CQ has nothing else first).
  */
-#define dp_expect_flushing(e, what) dp_expect_flushing_at(__FILE__, __LINE__, e, what)
+#define dp_expect_flushing(e, what)                                            \
+	dp_expect_flushing_at(__FILE__, __LINE__, e, what)
 static inline void dp_expect_flushing_at(const char *file, int line,
 					 struct dp_ep *e, const char *what)
 {
 	struct ibv_wc wc;
 	int r;
 
-	r = dp_post(e->qp, 0xf1, IBV_WR_SEND, (uintptr_t)e->buf, 8,
-		    e->mr->lkey, 0, 0);
+	r = dp_post(e->qp, 0xf1, IBV_WR_SEND, (uintptr_t)e->buf, 8, e->mr->lkey,
+		    0, 0);
 	if (r) {
 		fu_report(file, line, "%s: post_send in ERR returned %s", what,
 			  fu_errname(r));

@@ -111,10 +111,9 @@ static void pair_k(enum ibv_qp_type type, const struct dp_conn *ka,
 	dp_connect(&B, A.qp->qp_num, B.lid, kb);
 }
 
-static void pair(enum ibv_qp_type type, unsigned int acc_a,
-		 unsigned int acc_b)
+static void pair(enum ibv_qp_type type, unsigned int acc_a, unsigned int acc_b)
 {
-	struct dp_conn ka = { .access = acc_a }, kb = { .access = acc_b };
+	struct dp_conn ka = {.access = acc_a}, kb = {.access = acc_b};
 
 	pair_k(type, &ka, &kb);
 }
@@ -245,22 +244,21 @@ static void expect_local_error(enum ibv_wr_opcode op, struct ibv_sge s,
 
 static void test_req_bad_lkey(void **state)
 {
-	struct ibv_sge s = { (uintptr_t)A.buf, 16, A.mr->lkey ^ 0x80 };
+	struct ibv_sge s = {(uintptr_t)A.buf, 16, A.mr->lkey ^ 0x80};
 
 	rc_pair();
 	expect_local_error(IBV_WR_RDMA_WRITE, s, IBV_WC_LOC_PROT_ERR,
 			   "lkey with a wrong tag");
 	rc_repair();
 	s.lkey = 0x00abcd00; /* an index nobody uses */
-	expect_local_error(IBV_WR_SEND, s, IBV_WC_LOC_PROT_ERR,
-			   "unknown lkey");
+	expect_local_error(IBV_WR_SEND, s, IBV_WC_LOC_PROT_ERR, "unknown lkey");
 	fu_done();
 }
 
 static void test_req_mw_key_as_lkey(void **state)
 {
 	struct ibv_mw *mw;
-	struct ibv_sge s = { (uintptr_t)A.buf, 16, 0 };
+	struct ibv_sge s = {(uintptr_t)A.buf, 16, 0};
 
 	rc_pair();
 	mw = bind_type1(&A, A.mr, (uintptr_t)A.buf, A.len,
@@ -276,7 +274,7 @@ static void test_req_lkey_other_pd(void **state)
 	struct ibv_pd *pd2 = track_pd(ibv_alloc_pd(A.ctx));
 	struct ibv_mr *mr2 =
 		track_mr(ibv_reg_mr(pd2, A.buf, A.len, DP_ALL_ACCESS));
-	struct ibv_sge s = { (uintptr_t)A.buf, 16, mr2->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 16, mr2->lkey};
 
 	rc_pair();
 	expect_local_error(IBV_WR_RDMA_WRITE, s, IBV_WC_LOC_PROT_ERR,
@@ -286,7 +284,7 @@ static void test_req_lkey_other_pd(void **state)
 
 static void test_req_lkey_out_of_bounds(void **state)
 {
-	struct ibv_sge s = { (uintptr_t)A.buf + A.len - 4, 16, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf + A.len - 4, 16, A.mr->lkey};
 
 	rc_pair();
 	expect_local_error(IBV_WR_RDMA_WRITE, s, IBV_WC_LOC_PROT_ERR,
@@ -301,7 +299,7 @@ static void test_req_lkey_out_of_bounds(void **state)
 static void test_req_lkey_deregistered(void **state)
 {
 	struct ibv_mr *mr2 = ibv_reg_mr(A.pd, A.buf, A.len, DP_ALL_ACCESS);
-	struct ibv_sge s = { (uintptr_t)A.buf, 16, 0 };
+	struct ibv_sge s = {(uintptr_t)A.buf, 16, 0};
 
 	assert_non_null(mr2);
 	s.lkey = mr2->lkey;
@@ -316,7 +314,7 @@ static void test_req_lkey_deregistered(void **state)
 static void test_req_read_dst_without_local_write(void **state)
 {
 	struct ibv_mr *ro = track_mr(ibv_reg_mr(A.pd, A.buf, A.len, 0));
-	struct ibv_sge s = { (uintptr_t)A.buf, 16, ro->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 16, ro->lkey};
 
 	rc_pair();
 	expect_local_error(IBV_WR_RDMA_READ, s, IBV_WC_LOC_PROT_ERR,
@@ -374,9 +372,9 @@ static void test_req_local_inv_plain_mr(void **state)
 
 static void test_req_mw_bind_failure(void **state)
 {
-	struct ibv_mr *nobind = track_mr(ibv_reg_mr(
-		A.pd, A.buf, A.len,
-		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
+	struct ibv_mr *nobind = track_mr(
+		ibv_reg_mr(A.pd, A.buf, A.len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE));
 
 	rc_pair();
 	bind_type2(&A, nobind, (uintptr_t)A.buf, 64, IBV_ACCESS_REMOTE_WRITE,
@@ -424,8 +422,7 @@ static void expect_remote_error(enum ibv_wr_opcode op, uint64_t raddr,
 				 A.mr->lkey, raddr, rkey),
 			 0);
 	if (dp_expect_wc(A.cq, want, &wc, w))
-		fu_expect(wc.wr_id == 0x20, "%s: wr_id %#" PRIx64, w,
-			  wc.wr_id);
+		fu_expect(wc.wr_id == 0x20, "%s: wr_id %#" PRIx64, w, wc.wr_id);
 	dp_expect_no_wc(B.cq, w);
 	dp_expect_state(A.qp, IBV_QPS_ERR, w);
 	dp_expect_state(B.qp, IBV_QPS_ERR, w);
@@ -480,8 +477,8 @@ static void test_resp_rkey_other_pd(void **state)
 
 	rc_pair();
 	for (i = 0; i < N_REMOTE_OPS; i++)
-		expect_remote_error(remote_ops[i], (uintptr_t)B.buf,
-				    mr2->rkey, IBV_WC_REM_ACCESS_ERR,
+		expect_remote_error(remote_ops[i], (uintptr_t)B.buf, mr2->rkey,
+				    IBV_WC_REM_ACCESS_ERR,
 				    "rkey of an MR in another PD");
 	fu_done();
 }
@@ -503,8 +500,8 @@ static void test_resp_mr_lacks_remote_access(void **state)
 						DP_ALL_ACCESS & ~need[i]);
 
 		assert_non_null(mr2);
-		expect_remote_error(remote_ops[i], (uintptr_t)B.buf,
-				    mr2->rkey, IBV_WC_REM_ACCESS_ERR,
+		expect_remote_error(remote_ops[i], (uintptr_t)B.buf, mr2->rkey,
+				    IBV_WC_REM_ACCESS_ERR,
 				    "MR lacking the REMOTE_* bit");
 		ibv_dereg_mr(mr2);
 	}
@@ -534,7 +531,7 @@ static void test_resp_rkey_out_of_bounds(void **state)
 static void test_resp_write_imm_bad_rkey(void **state)
 {
 	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge s = { (uintptr_t)A.buf, 16, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 16, A.mr->lkey};
 	struct ibv_wc wc;
 
 	rc_pair();
@@ -579,10 +576,8 @@ static void test_resp_qp_access_flags_missing(void **state)
 		char w[128];
 
 		snprintf(w, sizeof(w), "%s, responder qp_access_flags %#x",
-			 op_name(remote_ops[i]),
-			 DP_REMOTE_ACCESS & ~need[i]);
-		pair(IBV_QPT_RC, DP_REMOTE_ACCESS,
-		     DP_REMOTE_ACCESS & ~need[i]);
+			 op_name(remote_ops[i]), DP_REMOTE_ACCESS & ~need[i]);
+		pair(IBV_QPT_RC, DP_REMOTE_ACCESS, DP_REMOTE_ACCESS & ~need[i]);
 		memset(B.buf, 0x5a, 64);
 		assert_int_equal(dp_post(A.qp, 0x40, remote_ops[i],
 					 (uintptr_t)A.buf, atomic ? 8 : 16,
@@ -614,7 +609,7 @@ static void expect_send_error(struct ibv_sge rs, uint32_t len,
 			      const char *what)
 {
 	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge s = { (uintptr_t)A.buf, len, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, len, A.mr->lkey};
 	struct ibv_wc wc;
 	char w[128];
 
@@ -633,19 +628,19 @@ static void expect_send_error(struct ibv_sge rs, uint32_t len,
 	dp_expect_flushing(&A, w);
 	snprintf(w, sizeof(w), "%s, responder", what);
 	if (dp_expect_wc(B.cq, resp, &wc, w))
-		fu_expect(wc.wr_id == 0x51, "%s: wr_id %#" PRIx64, w,
-			  wc.wr_id);
+		fu_expect(wc.wr_id == 0x51, "%s: wr_id %#" PRIx64, w, wc.wr_id);
 	dp_expect_state(B.qp, IBV_QPS_ERR, w);
 	dp_expect_flushing(&B, w);
 }
 
 static void test_resp_recv_bad_lkey(void **state)
 {
-	struct ibv_sge rs = { (uintptr_t)B.buf, 64, B.mr->lkey ^ 0x40 };
+	struct ibv_sge rs = {(uintptr_t)B.buf, 64, B.mr->lkey ^ 0x40};
 
 	rc_pair();
 	expect_send_error(rs, 32, IBV_WR_SEND, 0, IBV_WC_REM_OP_ERR,
-			  IBV_WC_LOC_PROT_ERR, "receive buffer with a bad lkey");
+			  IBV_WC_LOC_PROT_ERR,
+			  "receive buffer with a bad lkey");
 	fu_done();
 }
 
@@ -654,19 +649,18 @@ static void test_resp_recv_other_pd(void **state)
 	struct ibv_pd *pd2 = track_pd(ibv_alloc_pd(B.ctx));
 	struct ibv_mr *mr2 =
 		track_mr(ibv_reg_mr(pd2, B.buf, B.len, DP_ALL_ACCESS));
-	struct ibv_sge rs = { (uintptr_t)B.buf, 64, mr2->lkey };
+	struct ibv_sge rs = {(uintptr_t)B.buf, 64, mr2->lkey};
 
 	rc_pair();
 	expect_send_error(rs, 32, IBV_WR_SEND, 0, IBV_WC_REM_OP_ERR,
-			  IBV_WC_LOC_PROT_ERR,
-			  "receive buffer in another PD");
+			  IBV_WC_LOC_PROT_ERR, "receive buffer in another PD");
 	fu_done();
 }
 
 static void test_resp_recv_no_local_write(void **state)
 {
 	struct ibv_mr *ro = track_mr(ibv_reg_mr(B.pd, B.buf, B.len, 0));
-	struct ibv_sge rs = { (uintptr_t)B.buf, 64, ro->lkey };
+	struct ibv_sge rs = {(uintptr_t)B.buf, 64, ro->lkey};
 
 	rc_pair();
 	expect_send_error(rs, 32, IBV_WR_SEND, 0, IBV_WC_REM_OP_ERR,
@@ -677,7 +671,7 @@ static void test_resp_recv_no_local_write(void **state)
 
 static void test_resp_recv_too_small(void **state)
 {
-	struct ibv_sge rs = { (uintptr_t)B.buf, 16, B.mr->lkey };
+	struct ibv_sge rs = {(uintptr_t)B.buf, 16, B.mr->lkey};
 
 	rc_pair();
 	expect_send_error(rs, 32, IBV_WR_SEND, 0, IBV_WC_REM_INV_REQ_ERR,
@@ -688,7 +682,7 @@ static void test_resp_recv_too_small(void **state)
 
 static void test_resp_send_inv_plain_mr(void **state)
 {
-	struct ibv_sge rs = { (uintptr_t)B.buf, 64, B.mr->lkey };
+	struct ibv_sge rs = {(uintptr_t)B.buf, 64, B.mr->lkey};
 
 	rc_pair();
 	expect_send_error(rs, 16, IBV_WR_SEND_WITH_INV, B.mr->rkey,
@@ -699,8 +693,8 @@ static void test_resp_send_inv_plain_mr(void **state)
 
 static void test_resp_rnr_retry_exceeded(void **state)
 {
-	struct dp_conn ka = { .access = DP_REMOTE_ACCESS, .rnr_retry = 0 };
-	struct dp_conn kb = { .access = DP_REMOTE_ACCESS, .min_rnr_timer = 1 };
+	struct dp_conn ka = {.access = DP_REMOTE_ACCESS, .rnr_retry = 0};
+	struct dp_conn kb = {.access = DP_REMOTE_ACCESS, .min_rnr_timer = 1};
 	uint64_t t0;
 
 	pair_k(IBV_QPT_RC, &ka, &kb);
@@ -724,7 +718,7 @@ static void test_resp_rnr_retry_exceeded(void **state)
 static void test_ok_send_with_imm(void **state)
 {
 	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge s = { (uintptr_t)A.buf, 100, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 100, A.mr->lkey};
 	struct ibv_wc wc;
 
 	rc_pair();
@@ -763,7 +757,7 @@ static void test_ok_send_with_imm(void **state)
 static void test_ok_write_with_imm(void **state)
 {
 	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge s = { (uintptr_t)A.buf, 300, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 300, A.mr->lkey};
 	struct ibv_wc wc;
 
 	rc_pair();
@@ -780,8 +774,8 @@ static void test_ok_write_with_imm(void **state)
 	wr.wr.rdma.rkey = B.mr->rkey;
 	assert_int_equal(ibv_post_send(A.qp, &wr, &bad), 0);
 	if (dp_expect_wc(A.cq, IBV_WC_SUCCESS, &wc, "WRITE_WITH_IMM requester"))
-		fu_expect(wc.opcode == IBV_WC_RDMA_WRITE,
-			  "requester opcode %d", wc.opcode);
+		fu_expect(wc.opcode == IBV_WC_RDMA_WRITE, "requester opcode %d",
+			  wc.opcode);
 	if (dp_expect_wc(B.cq, IBV_WC_SUCCESS, &wc,
 			 "WRITE_WITH_IMM receiver")) {
 		fu_expect(wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM,
@@ -803,7 +797,7 @@ static void test_ok_write_with_imm(void **state)
 static void test_ok_send_with_inv_type2(void **state)
 {
 	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge s = { (uintptr_t)A.buf, 16, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 16, A.mr->lkey};
 	struct ibv_mw *mw;
 	struct ibv_wc wc;
 	uint32_t key;
@@ -813,9 +807,9 @@ static void test_ok_send_with_inv_type2(void **state)
 			IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS, &key);
 	/*
 	 * verbs-semantics 1.3: a type 2 bind does not rewrite mw->rkey (the
-	 * consumer owns the new key). Library bug found here: src/core/mw.c
-	 * srdma_mw_bind_exec() stored the new key into ibv_mw->rkey for
-	 * type 2 windows as well.
+	 * consumer owns the new key). This caught src/core/mw.c
+	 * srdma_mw_bind_exec() storing the new key into ibv_mw->rkey for
+	 * type 2 windows as well (fixed in 6a45ad5).
 	 */
 	fu_expect(mw->rkey != key,
 		  "type 2 bind rewrote mw->rkey to the new key %#x", key);
@@ -843,8 +837,8 @@ static void test_ok_send_with_inv_type2(void **state)
 		fu_expect(wc.opcode == IBV_WC_RECV, "opcode %d", wc.opcode);
 		fu_expect(wc.wc_flags & IBV_WC_WITH_INV, "no IBV_WC_WITH_INV");
 		fu_expect(wc.invalidated_rkey == key,
-			  "invalidated_rkey %#x, want %#x",
-			  wc.invalidated_rkey, key);
+			  "invalidated_rkey %#x, want %#x", wc.invalidated_rkey,
+			  key);
 		fu_expect_int(wc.byte_len, 16, "byte_len");
 	}
 	/* The key is dead now. */
@@ -868,7 +862,7 @@ static void test_ok_atomics(void **state)
 	uint64_t *tgt = (uint64_t *)(B.buf + 64);
 	uint64_t *res = (uint64_t *)A.buf;
 	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge s = { (uintptr_t)A.buf, 8, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 8, A.mr->lkey};
 	struct ibv_wc wc;
 
 	rc_pair();
@@ -933,13 +927,13 @@ static void test_ok_multi_sge(void **state)
 	for (i = 0; i < 4096; i++)
 		a[i] = (unsigned char)(i * 7 + 1);
 	/* gather: [0,10) [100,120) [300,330) = 60 bytes */
-	g[0] = (struct ibv_sge){ (uintptr_t)a, 10, A.mr->lkey };
-	g[1] = (struct ibv_sge){ (uintptr_t)a + 100, 20, A.mr->lkey };
-	g[2] = (struct ibv_sge){ (uintptr_t)a + 300, 30, A.mr->lkey };
+	g[0] = (struct ibv_sge){(uintptr_t)a, 10, A.mr->lkey};
+	g[1] = (struct ibv_sge){(uintptr_t)a + 100, 20, A.mr->lkey};
+	g[2] = (struct ibv_sge){(uintptr_t)a + 300, 30, A.mr->lkey};
 	/* scatter: 5 + 25 + 100 bytes of room */
-	r[0] = (struct ibv_sge){ (uintptr_t)b + 1000, 5, B.mr->lkey };
-	r[1] = (struct ibv_sge){ (uintptr_t)b + 2000, 25, B.mr->lkey };
-	r[2] = (struct ibv_sge){ (uintptr_t)b + 3000, 100, B.mr->lkey };
+	r[0] = (struct ibv_sge){(uintptr_t)b + 1000, 5, B.mr->lkey};
+	r[1] = (struct ibv_sge){(uintptr_t)b + 2000, 25, B.mr->lkey};
+	r[2] = (struct ibv_sge){(uintptr_t)b + 3000, 100, B.mr->lkey};
 	assert_int_equal(dp_post_recv(&B, 0xa1, r, 3), 0);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 0xa0;
@@ -998,7 +992,7 @@ static void test_ok_inline_send(void **state)
 {
 	char msg[48];
 	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge s = { (uintptr_t)msg, sizeof(msg), 0 }; /* lkey unused */
+	struct ibv_sge s = {(uintptr_t)msg, sizeof(msg), 0}; /* lkey unused */
 	struct ibv_wc wc;
 
 	rc_pair();
@@ -1039,7 +1033,7 @@ static void test_ok_inline_send(void **state)
 static void test_ok_unsignaled(void **state)
 {
 	struct ibv_send_wr wr[3], *bad = NULL;
-	struct ibv_sge s = { (uintptr_t)A.buf, 8, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 8, A.mr->lkey};
 	struct ibv_wc wc;
 	int i;
 
@@ -1074,7 +1068,7 @@ static void test_chain_bad_wr_in_middle(void **state)
 
 	rc_pair();
 	for (i = 0; i <= DP_MAX_SGE; i++)
-		s[i] = (struct ibv_sge){ (uintptr_t)A.buf, 8, A.mr->lkey };
+		s[i] = (struct ibv_sge){(uintptr_t)A.buf, 8, A.mr->lkey};
 	memset(wr, 0, sizeof(wr));
 	for (i = 0; i < 3; i++) {
 		wr[i].wr_id = 0xd0 + (uint64_t)i;
@@ -1090,8 +1084,8 @@ static void test_chain_bad_wr_in_middle(void **state)
 	memset(A.buf, 0x77, 8);
 	fu_expect_int(ibv_post_send(A.qp, wr, &bad), EINVAL,
 		      "chain with a bad WR");
-	fu_expect(bad == &wr[1], "bad_wr %p, want %p (the 2nd WR)",
-		  (void *)bad, (void *)&wr[1]);
+	fu_expect(bad == &wr[1], "bad_wr %p, want %p (the 2nd WR)", (void *)bad,
+		  (void *)&wr[1]);
 	if (dp_expect_wc(A.cq, IBV_WC_SUCCESS, &wc, "first WR of the chain"))
 		fu_expect_int(wc.wr_id, 0xd0, "first WR's wr_id");
 	dp_expect_no_wc(A.cq, "WRs from the bad one on");
@@ -1120,8 +1114,8 @@ static void test_post_time_einval(void **state)
 
 	rc_pair();
 	for (i = 0; i <= DP_MAX_SGE; i++)
-		s[i] = (struct ibv_sge){ (uintptr_t)A.buf + 8 * i, 8,
-					 A.mr->lkey };
+		s[i] = (struct ibv_sge){(uintptr_t)A.buf + 8 * i, 8,
+					A.mr->lkey};
 	memset(&wr, 0, sizeof(wr));
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.sg_list = s;
@@ -1159,8 +1153,8 @@ static void test_post_time_einval(void **state)
 
 static void test_post_send_in_init(void **state)
 {
-	struct dp_conn k = { .access = DP_REMOTE_ACCESS, .no_rts = true };
-	struct ibv_sge s = { (uintptr_t)A.buf, 8, A.mr->lkey };
+	struct dp_conn k = {.access = DP_REMOTE_ACCESS, .no_rts = true};
+	struct ibv_sge s = {(uintptr_t)A.buf, 8, A.mr->lkey};
 	struct ibv_send_wr wr;
 
 	dp_qp_create(&A, IBV_QPT_RC, 1);
@@ -1203,7 +1197,8 @@ static void test_dereg_busy_with_bound_windows(void **state)
 				 (uintptr_t)A.buf, 8, A.mr->lkey,
 				 (uintptr_t)B.buf + 128, key2),
 			 0);
-	dp_expect_wc(A.cq, IBV_WC_SUCCESS, NULL, "WRITE via window after EBUSY");
+	dp_expect_wc(A.cq, IBV_WC_SUCCESS, NULL,
+		     "WRITE via window after EBUSY");
 	fu_expect(B.buf[128] == 0x12, "write through the window");
 
 	/* Unbind type 1 (zero length): still busy with type 2. */
@@ -1227,7 +1222,8 @@ static void test_dereg_busy_with_bound_windows(void **state)
 	fu_done();
 }
 
-/* ---- 5.5: UC and UD -------------------------------------------------------- */
+/* ---- 5.5: UC and UD --------------------------------------------------------
+ */
 
 static void test_uc_write_bad_rkey_dropped(void **state)
 {
@@ -1255,7 +1251,7 @@ static void test_uc_write_bad_rkey_dropped(void **state)
 
 static void ud_pair(void)
 {
-	struct dp_conn k = { 0 };
+	struct dp_conn k = {0};
 	struct ibv_ah_attr aa;
 
 	dp_qp_create(&A, IBV_QPT_UD, 0);
@@ -1271,7 +1267,7 @@ static void ud_pair(void)
 
 static int ud_send(uint32_t len, uint32_t qkey)
 {
-	struct ibv_sge s = { (uintptr_t)A.buf, len, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, len, A.mr->lkey};
 	struct ibv_send_wr wr, *bad = NULL;
 
 	memset(&wr, 0, sizeof(wr));
@@ -1333,7 +1329,7 @@ static void test_ud_wrong_qkey_dropped(void **state)
 /* Wait up to @ms for an event on B's channel; 1 if one came. */
 static int chan_event(int ms)
 {
-	struct pollfd pfd = { B.ch->fd, POLLIN, 0 };
+	struct pollfd pfd = {B.ch->fd, POLLIN, 0};
 	struct ibv_cq *cq = NULL;
 	void *cq_ctx = NULL;
 	int n = poll(&pfd, 1, ms);
@@ -1349,7 +1345,7 @@ static int chan_event(int ms)
 
 static void send_a_to_b(unsigned int flags)
 {
-	struct ibv_sge s = { (uintptr_t)A.buf, 8, A.mr->lkey };
+	struct ibv_sge s = {(uintptr_t)A.buf, 8, A.mr->lkey};
 	struct ibv_send_wr wr, *bad = NULL;
 
 	memset(&wr, 0, sizeof(wr));
