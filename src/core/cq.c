@@ -198,15 +198,6 @@ int srdma_chan_get_event(struct srdma_chan *ch, struct srdma_cq **out)
 
 /* ---- CQ ------------------------------------------------------------------- */
 
-static uint32_t roundup_pow2(uint32_t v)
-{
-	uint32_t r = 1;
-
-	while (r < v)
-		r <<= 1;
-	return r;
-}
-
 int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 		    struct srdma_cq **out)
 {
@@ -233,7 +224,7 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
-	size = roundup_pow2(a->cqe < 2 ? 2 : a->cqe);
+	size = srdma_roundup_pow2(a->cqe < 2 ? 2 : a->cqe);
 	pthread_mutex_init(&cq->poll_lock, NULL);
 	cq->ctx = ctx;
 	cq->ch = ch;
@@ -344,12 +335,12 @@ int srdma_cq_resize(struct srdma_cq *cq, uint32_t cqe)
 	struct srdma_shm_cq *sh = cq->sh;
 	struct srdma_shm_cqe *nring;
 	uint32_t size, osize;
-	uint64_t off, pos, cons, nbytes;
+	uint64_t off, old_off, pos, cons, nbytes;
 	int ret;
 
 	if (!cqe || cqe > SRDMA_MAX_CQE)
 		return -EINVAL;
-	size = roundup_pow2(cqe < 2 ? 2 : cqe);
+	size = srdma_roundup_pow2(cqe < 2 ? 2 : cqe);
 	nbytes = (uint64_t)size * sizeof(struct srdma_shm_cqe);
 	pthread_mutex_lock(&ctx->lock);
 	pthread_mutex_lock(&cq->poll_lock);
@@ -375,13 +366,12 @@ int srdma_cq_resize(struct srdma_cq *cq, uint32_t cqe)
 		atomic_store_explicit(&n->seq, atomic_load(&o->seq),
 				      memory_order_relaxed);
 	}
-	off ^= sh->ring_off;
-	sh->ring_off ^= off;
-	off ^= sh->ring_off;	/* off: the old ring now */
+	old_off = sh->ring_off;
+	sh->ring_off = off;
 	sh->size = size;
 	sh->limit = cqe;
 	srdma_shm_unlock(&sh->plock);
-	srdma_arena_free(ctx, off, cq->ring_bytes);
+	srdma_arena_free(ctx, old_off, cq->ring_bytes);
 	cq->ring = nring;
 	cq->ring_bytes = nbytes;
 	cq->ib.cq.cqe = (int)size;

@@ -28,15 +28,6 @@
 #include "util/fault.h"
 #include "util/log.h"
 
-static uint32_t roundup_pow2(uint32_t v)
-{
-	uint32_t r = 1;
-
-	while (r < v)
-		r <<= 1;
-	return r;
-}
-
 static inline uint32_t qpn_of(struct srdma_context *ctx, uint32_t slot)
 {
 	return (ctx->host.lid << SRDMA_QPN_SHIFT) | slot;
@@ -52,7 +43,7 @@ struct srdma_qp *srdma_qp_by_slot(struct srdma_context *ctx, uint32_t slot)
 int srdma_rq_init(struct srdma_context *ctx, struct srdma_shm_rq *rq,
 		  uint8_t *minit, uint32_t max_wr, uint32_t max_sge)
 {
-	uint32_t size = roundup_pow2(max_wr ? max_wr : 1);
+	uint32_t size = srdma_roundup_pow2(max_wr ? max_wr : 1);
 	uint64_t off;
 	int ret;
 
@@ -158,8 +149,7 @@ void srdma_rq_flush(struct srdma_context *ctx, struct srdma_peer *p,
 
 /* ---- create / destroy --------------------------------------------------- */
 
-static int check_cap(struct ibv_qp_cap *cap, bool has_srq,
-		     enum ibv_qp_type type)
+static int check_cap(const struct ibv_qp_cap *cap, bool has_srq)
 {
 	if (cap->max_send_wr > SRDMA_MAX_QP_WR ||
 	    cap->max_send_sge > SRDMA_MAX_SGE ||
@@ -168,7 +158,6 @@ static int check_cap(struct ibv_qp_cap *cap, bool has_srq,
 	if (!has_srq && (cap->max_recv_wr > SRDMA_MAX_QP_WR ||
 			 cap->max_recv_sge > SRDMA_MAX_SGE))
 		return -EINVAL;
-	(void)type;
 	return 0;
 }
 
@@ -213,7 +202,7 @@ int srdma_qp_create(struct srdma_context *ctx,
 		if (srq->ctx != ctx)
 			return -EINVAL;
 	}
-	ret = check_cap(&a->cap, srq != NULL, a->qp_type);
+	ret = check_cap(&a->cap, srq != NULL);
 	if (ret)
 		return ret;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&

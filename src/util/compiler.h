@@ -38,4 +38,14 @@
 #define srdma_assert(x) assert(x)
 #endif
 
+/* Smallest power of two >= @v (1 for 0). Ring sizes. */
+static inline uint32_t srdma_roundup_pow2(uint32_t v)
+{
+	uint32_t r = 1;
+
+	while (r < v)
+		r <<= 1;
+	return r;
+}
+
 #endif
