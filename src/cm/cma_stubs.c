@@ -1,24 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * cma_stubs.c - load-time placeholders for librdmacm and the rsocket API.
+ * cma_stubs.c - the librdmacm entry points softrdma does not offer, and
+ * rdma_event_str.
  *
- * rping, udaddy, ucmatose, rdma_server/rdma_client, perftest and pyverbs
- * all link librdmacm BIND_NOW, so every RDMACM_1.x name must resolve when
- * they start, whether or not they call it. Until the user-space connection
- * manager exists, each entry point here fails cleanly in its public
- * convention:
- *
- *   int returns            -1 with errno = EOPNOTSUPP
- *   pointer returns        NULL with errno = EOPNOTSUPP
- *   void                   nothing (there is nothing to release)
- *
- * Three calls are real because they need no connection manager:
- * rdma_event_str() (a string table), and rpoll()/rselect(), which the
- * rdmacm examples use on ordinary fds and which pass straight through to
- * poll() and select(); an rsocket fd can never exist, so nothing is lost.
- *
- * The CM work replaces the rdma_* stubs with real files and deletes them
- * here; the rsocket stubs are expected to stay.
+ * Every RDMACM_1.x name must resolve when a client starts (they link
+ * BIND_NOW), so the features not offered fail cleanly in their public
+ * convention: -1 with errno = EOPNOTSUPP, NULL with errno = EOPNOTSUPP, or
+ * nothing for void. They are multicast, ECE and the rsocket API; rpoll()
+ * and rselect() are real, passing straight through to poll() and select(),
+ * because the rdmacm examples use them on ordinary fds and an rsocket fd
+ * can never exist.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -37,12 +28,6 @@ static int fail_eopnotsupp(void)
 {
 	errno = EOPNOTSUPP;
 	return -1;
-}
-
-static void *null_eopnotsupp(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
 }
 
 static const char *const cm_event_strs[] = {
@@ -71,209 +56,14 @@ SRDMA_EXPORT const char *rdma_event_str(enum rdma_cm_event_type event)
 	return cm_event_strs[event];
 }
 
-/* Devices: no list can be built until the CM knows our verbs devices. */
-
-SRDMA_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
-{
-	if (num_devices)
-		*num_devices = 0;
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT void rdma_free_devices(struct ibv_context **list)
-{
-}
-
-/* Event channels and events. */
-
-SRDMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
-{
-}
-
-SRDMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
-				   struct rdma_cm_event **event)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
-{
-	return fail_eopnotsupp();
-}
-
-/* Identifiers and endpoints. */
-
-SRDMA_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
-				struct rdma_cm_id **id, void *context,
-				enum rdma_port_space ps)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_create_ep(struct rdma_cm_id **id,
-				struct rdma_addrinfo *res, struct ibv_pd *pd,
-				struct ibv_qp_init_attr *qp_init_attr)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
-{
-}
-
-SRDMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
-				 struct rdma_event_channel *channel)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
-				 void *optval, size_t optlen)
-{
-	return fail_eopnotsupp();
-}
-
-/* Addressing. */
-
-SRDMA_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
-				  const struct rdma_addrinfo *hints,
-				  struct rdma_addrinfo **res)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
-{
-}
-
-SRDMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
-				   struct sockaddr *src_addr,
-				   struct sockaddr *dst_addr, int timeout_ms)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
-{
-	return fail_eopnotsupp();
-}
-
-/* Port numbers are returned in network order; 0 means "none". */
-SRDMA_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)
-{
-	return 0;
-}
-
-SRDMA_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
-{
-	return 0;
-}
-
-/* Queue pairs and SRQs. */
-
-SRDMA_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
-				struct ibv_qp_init_attr *qp_init_attr)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
-				   struct ibv_qp_init_attr_ex *qp_init_attr)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
-{
-}
-
-SRDMA_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
-				 struct ibv_srq_init_attr *attr)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
-				    struct ibv_srq_init_attr_ex *attr)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
-{
-}
-
-SRDMA_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
-				   struct ibv_qp_attr *qp_attr,
-				   int *qp_attr_mask)
-{
-	return fail_eopnotsupp();
-}
-
-/* Connection management. */
-
-SRDMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
-				  struct rdma_cm_id **id)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
-			      struct rdma_conn_param *conn_param)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_establish(struct rdma_cm_id *id)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
-			     struct rdma_conn_param *conn_param)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
-			     uint8_t private_data_len)
-{
-	return fail_eopnotsupp();
-}
+/*
+ * Enhanced connection establishment: the device offers no ECE options, so
+ * there is nothing to set, read or reject with.
+ */
 
 SRDMA_EXPORT int rdma_reject_ece(struct rdma_cm_id *id,
 				 const void *private_data,
 				 uint8_t private_data_len)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 {
 	return fail_eopnotsupp();
 }
@@ -288,7 +78,11 @@ SRDMA_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	return fail_eopnotsupp();
 }
 
-/* Multicast. */
+/*
+ * Multicast: not offered. The device reports max_mcast_grp = 0 and
+ * ibv_attach_mcast fails with EOPNOTSUPP, so joining fails the same way
+ * (pyverbs' multicast tests skip on max_mcast_grp == 0).
+ */
 
 SRDMA_EXPORT int rdma_join_multicast(struct rdma_cm_id *id,
 				     struct sockaddr *addr, void *context)

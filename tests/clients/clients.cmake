@@ -1,30 +1,83 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # Debian's own two-sided clients against softrdma: ibverbs-utils'
-# ibv_{rc,uc,ud,srq}_pingpong (polling and -e event mode) and perftest's
-# RC bandwidth/latency tests plus its UD send tests. Each test is one
-# server and one client process on this host, both run through
-# `srdma run` by run_pair.sh, which also judges their output.
+# ibv_{rc,uc,ud,srq}_pingpong (polling and -e event mode), perftest's
+# RC bandwidth/latency tests plus its UD send tests and two in rdma_cm
+# mode (-R), and rdmacm-utils' rping (also -q), rdma_server/rdma_client,
+# udaddy and ucmatose. Each test is one server and one client process on
+# this host, both run through `srdma run` by run_pair.sh, which also
+# judges their output; rping_no_listener runs only a client, which must
+# fail.
 #
-# Every test gets its own TCP port (counted up from 18600), so `ctest -j`
-# can run them side by side; no -g: the port is InfiniBand with LID
-# addressing, which is what the clients use without a GID index.
+# Every test gets its own TCP port (counted up from 18600; bench/ uses
+# 18700-18703), so `ctest -j` can run them side by side. A program that
+# cannot be told its port (udaddy: 7174) takes a RESOURCE_LOCK on it
+# instead. No -g for the ibverbs clients: the port is InfiniBand with LID
+# addressing, which is what they use without a GID index. The rdma_cm
+# servers bind 127.0.0.1 where they have an option for it.
 # Included by tests/CMakeLists.txt, which defines srdma_test_env().
 set(SRDMA_RUN_PAIR ${CMAKE_CURRENT_LIST_DIR}/run_pair.sh)
 set_property(GLOBAL PROPERTY SRDMA_CLIENT_PORT 18600)
 
-# srdma_client_test(NAME KIND PROGRAM ARGS...) registers clients.NAME.
-function(srdma_client_test name kind prog)
+# srdma_client_port(VAR): the next free test port, in VAR.
+function(srdma_client_port var)
 	get_property(port GLOBAL PROPERTY SRDMA_CLIENT_PORT)
 	math(EXPR next "${port} + 1")
 	set_property(GLOBAL PROPERTY SRDMA_CLIENT_PORT ${next})
+	set(${var} ${port} PARENT_SCOPE)
+endfunction()
 
+# srdma_client_test(NAME KIND PROGRAM ARGS...) registers clients.NAME:
+# PROGRAM ARGS -p PORT on both sides, the client also given 127.0.0.1.
+function(srdma_client_test name kind prog)
+	srdma_client_port(port)
 	set(test clients.${name})
 	add_test(NAME ${test}
 		COMMAND bash ${SRDMA_RUN_PAIR} ${kind} ${port}
 			$<TARGET_FILE:srdma> ${prog} ${ARGN})
 	set_tests_properties(${test} PROPERTIES TIMEOUT 120 LABELS clients
 		SKIP_RETURN_CODE 77)
+	srdma_test_env(${test})
+endfunction()
+
+# srdma_cm_test(NAME KIND [FIXED_PORT PORT] [TIMEOUT SECS]
+#               [SERVER PROGRAM ARGS...] CLIENT PROGRAM ARGS...)
+# registers clients.NAME: each side runs its own command, plus -p PORT
+# unless FIXED_PORT names the program's built-in port. SECS is
+# run_pair.sh's budget (default 100); CTest's timeout is 20 s more.
+function(srdma_cm_test name kind)
+	cmake_parse_arguments(PARSE_ARGV 2 arg "" "FIXED_PORT;TIMEOUT"
+		"SERVER;CLIENT")
+	if(NOT arg_CLIENT OR arg_UNPARSED_ARGUMENTS)
+		message(FATAL_ERROR "srdma_cm_test(${name}): bad arguments")
+	endif()
+	set(test clients.${name})
+	set(opts)
+	if(arg_FIXED_PORT)
+		set(port ${arg_FIXED_PORT})
+		list(APPEND opts --fixed-port)
+	else()
+		srdma_client_port(port)
+	endif()
+	if(NOT arg_TIMEOUT)
+		set(arg_TIMEOUT 100)
+	endif()
+	math(EXPR ctest_timeout "${arg_TIMEOUT} + 20")
+	set(sides)
+	if(arg_SERVER)
+		list(APPEND sides @server ${arg_SERVER})
+	endif()
+	list(APPEND sides @client ${arg_CLIENT})
+
+	add_test(NAME ${test}
+		COMMAND bash ${SRDMA_RUN_PAIR} --timeout ${arg_TIMEOUT} ${opts}
+			${kind} ${port} $<TARGET_FILE:srdma> ${sides})
+	set_tests_properties(${test} PROPERTIES TIMEOUT ${ctest_timeout}
+		LABELS clients SKIP_RETURN_CODE 77)
+	if(arg_FIXED_PORT)
+		set_tests_properties(${test} PROPERTIES
+			RESOURCE_LOCK srdma_tcp_port_${port})
+	endif()
 	srdma_test_env(${test})
 endfunction()
 
@@ -40,3 +93,32 @@ foreach(t write read send atomic)
 endforeach()
 srdma_client_test(ib_send_bw_ud bw ib_send_bw -d srdma0 -c UD -n 5000)
 srdma_client_test(ib_send_lat_ud lat ib_send_lat -d srdma0 -c UD -n 1000)
+
+# rdma_cm: perftest connecting through rdma_cm instead of its own socket.
+srdma_client_test(ib_write_bw_rdma_cm bw ib_write_bw -d srdma0 -R -n 5000)
+srdma_client_test(ib_send_lat_rdma_cm lat ib_send_lat -d srdma0 -R -n 1000)
+
+# rping: 10 pings (RDMA READ, then RDMA WRITE back), with rdma_create_qp
+# and, under -q, with the application's own QP moved through
+# rdma_init_qp_attr() and rdma_establish().
+srdma_cm_test(rping rping
+	SERVER rping -s -a 127.0.0.1 -C 10 -v
+	CLIENT rping -c -a 127.0.0.1 -C 10 -v)
+srdma_cm_test(rping_self_qp rping
+	SERVER rping -s -a 127.0.0.1 -C 10 -v -q
+	CLIENT rping -c -a 127.0.0.1 -C 10 -v -q)
+srdma_cm_test(rdma_server_client cm
+	SERVER rdma_server -s 127.0.0.1
+	CLIENT rdma_client -s 127.0.0.1)
+# udaddy's -p is the port space; its port is always 7174.
+srdma_cm_test(udaddy cm FIXED_PORT 7174
+	SERVER udaddy -b 127.0.0.1
+	CLIENT udaddy -s 127.0.0.1)
+srdma_cm_test(ucmatose cm
+	SERVER ucmatose -b 127.0.0.1
+	CLIENT ucmatose -s 127.0.0.1)
+
+# Nothing listens: rping must report the failed connection and exit
+# non-zero within seconds, not hang.
+srdma_cm_test(rping_no_listener refused TIMEOUT 10
+	CLIENT rping -c -a 127.0.0.1 -C 1)

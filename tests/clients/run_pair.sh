@@ -2,36 +2,73 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # run_pair.sh - run one of Debian's two-sided RDMA clients (ibv_*_pingpong,
-# perftest's ib_*_bw / ib_*_lat) as a server and a client process on this
+# perftest's ib_*_bw / ib_*_lat, rdmacm-utils' rping, rdma_server and
+# rdma_client, udaddy, ucmatose) as a server and a client process on this
 # host, both through `srdma run`, and judge the pair.
 #
-# Usage: run_pair.sh [--timeout SECS] [--client-log FILE]
-#                    KIND PORT SRDMA_EXE PROGRAM [ARGS...]
-#   KIND     pingpong | bw | lat: which output check applies
-#   PORT     TCP port for the out-of-band exchange; passed as `-p PORT` to
-#            both sides, so parallel tests need distinct ports
-#   ARGS     given to both sides; the client also gets 127.0.0.1
+# Usage: run_pair.sh [OPTIONS] KIND PORT SRDMA_EXE PROGRAM [ARGS...]
+#        run_pair.sh [OPTIONS] KIND PORT SRDMA_EXE
+#                    [@server PROGRAM [ARGS...]] @client PROGRAM [ARGS...]
+#   KIND     pingpong | bw | lat | rping | cm | refused: which check applies
+#   PORT     TCP port the server listens on (rdma_cm programs: the port they
+#            bind; our rdma_cm side channel listens on that TCP port)
+#   The first form runs the same PROGRAM ARGS on both sides and gives the
+#   client 127.0.0.1 as its last argument (ibverbs-utils and perftest take
+#   the server that way). The second form gives each side its own command,
+#   used as it is; a KIND refused test has no @server.
+# Options:
+#   --timeout SECS     budget for the whole test (default 100, below
+#                      CTest's 120)
+#   --client-log FILE  copy the client's output to FILE
+#   --fixed-port       the program cannot be told a port (udaddy): PORT is
+#                      its built-in one, used only to wait for the listener.
+#                      Otherwise `-p PORT` is appended to both commands, so
+#                      parallel tests need distinct ports.
 #
 # Steps: refuse a PORT something already listens on (a stale server would
 # answer our client); start the server in the background; poll `ss -ltn`
 # until it listens (failing at once if it exits first); start the client;
 # wait for both. When one side fails the other gets GRACE seconds before
 # it is killed, as it may be blocked waiting for its dead peer. Both sides
-# are killed when SECS (default 100, below CTest's 120) run out, and on any
-# exit of this script, so no process outlives the test. A perftest pair
-# whose clock calibration failed (see the end) is run again, at most
-# three times in all, within the same SECS.
+# are killed when SECS run out, and on any exit of this script, so no
+# process outlives the test. A perftest pair whose clock calibration
+# failed (see the end) is run again, at most three times in all, within
+# the same SECS.
 #
-# Pass: both exit 0 and the output is sane. pingpong: each side prints
-# "N bytes in S seconds = R Mbit/sec" and "N iters in S seconds = U
-# usec/iter" with R, U > 0. bw/lat: the client prints perftest's "#bytes"
-# header and then a results row (every field numeric) with BW average > 0
-# (bw) or t_typical and t_avg > 0 (lat); the server side of some tests
-# measures nothing, so only the client is checked. Both outputs are
-# always printed; the client's is also copied to FILE (run_data_bench.sh
-# reads it).
+# Pass: both exit 0 and the output is sane, per KIND:
+#   pingpong  each side prints "N bytes in S seconds = R Mbit/sec" and
+#             "N iters in S seconds = U usec/iter" with R, U > 0.
+#   bw, lat   the client prints perftest's "#bytes" header and then a
+#             results row (every field numeric) with BW average > 0 (bw)
+#             or t_typical and t_avg > 0 (lat); the server side of some
+#             tests measures nothing, so only the client is checked.
+#   rping     both sides run with -v and the client with -C COUNT (and
+#             -S SIZE if not 64). rping.c prints, per ping N = 0, 1, ...,
+#             "server ping data: " on the server after its RDMA READ of
+#             the client's buffer, and "ping data: " on the client after
+#             the server's RDMA WRITE back, each followed by the buffer:
+#             "rdma-ping-N: " then letters cycling through ASCII 65..122,
+#             the first being 65 + N % 58, up to SIZE - 1 characters in
+#             all. Each side must print exactly COUNT such lines, N in
+#             order, with exactly that text, so both transfers moved the
+#             right bytes.
+#   cm        each side prints its program's success lines, as a whole
+#             line (librdmacm/examples in rdma-core 44): rdma_server.c and
+#             rdma_client.c end with "rdma_server: end 0" / "rdma_client:
+#             end 0" (the status run() returns); udaddy.c and cmatose.c
+#             (ucmatose) print "data transfers complete" once all messages
+#             are through and end with "return status 0". The udaddy
+#             server also reports success when no client connected, which
+#             is why both sides are always checked.
+#   refused   no server: the client must exit non-zero, without hanging,
+#             and print the failed connection as an rdma_cm event
+#             RDMA_CM_EVENT_REJECTED, _UNREACHABLE or _CONNECT_ERROR (as
+#             rping's "cma event %s, error %d" or udaddy/cmatose's
+#             "event: %s, error: %d" do).
+# Both outputs are always printed; the client's is also copied to FILE
+# (run_data_bench.sh reads it).
 #
-# Exit: 0 pass, 1 fail, 2 usage, 77 (CTest skip) if PROGRAM is not
+# Exit: 0 pass, 1 fail, 2 usage, 77 (CTest skip) if a PROGRAM is not
 # installed.
 set -u
 
@@ -39,6 +76,7 @@ GRACE=5
 HOST=127.0.0.1
 timeout=100
 client_log=
+fixed_port=
 
 die()
 {
@@ -50,22 +88,88 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--client-log) client_log=${2:?}; shift 2 ;;
+	--fixed-port) fixed_port=1; shift ;;
 	*) break ;;
 	esac
 done
 [ $# -ge 4 ] || die "usage: $0 [--timeout S] [--client-log F]" \
-	"KIND PORT SRDMA_EXE PROGRAM [ARGS...]"
-kind=$1 port=$2 srdma=$3 prog=$4
-shift 4
+	"[--fixed-port] KIND PORT SRDMA_EXE PROGRAM [ARGS...]" \
+	"| [@server PROGRAM [ARGS...]] @client PROGRAM [ARGS...]"
+kind=$1 port=$2 srdma=$3
+shift 3
 case $kind in
-pingpong | bw | lat) ;;
+pingpong | bw | lat | rping | cm | refused) ;;
 *) die "unknown KIND '$kind'" ;;
 esac
 [ -x "$srdma" ] || die "'$srdma' is not executable"
-if ! command -v "$prog" >/dev/null; then
-	echo "run_pair: $prog not installed: skipped"
-	exit 77
+
+# The two command lines, without `-p PORT`.
+srv_cmd=()
+cli_cmd=()
+split=
+case $1 in
+@server | @client)
+	split=1
+	side=
+	for a; do
+		case $a in
+		@server)
+			[ -z "$side" ] || die "@server must come first, once"
+			side=server
+			;;
+		@client)
+			[ "$side" != client ] || die "@client given twice"
+			side=client
+			;;
+		*)
+			if [ "$side" = server ]; then
+				srv_cmd+=("$a")
+			else
+				cli_cmd+=("$a")
+			fi
+			;;
+		esac
+	done
+	;;
+*)
+	srv_cmd=("$@")
+	cli_cmd=("$@")
+	;;
+esac
+[ ${#cli_cmd[@]} -gt 0 ] || die "no client command"
+if [ "$kind" = refused ]; then
+	[ ${#srv_cmd[@]} -eq 0 ] || die "KIND refused runs no server"
+else
+	[ ${#srv_cmd[@]} -gt 0 ] || die "no server command"
 fi
+if [ -z "$fixed_port" ]; then
+	[ ${#srv_cmd[@]} -gt 0 ] && srv_cmd+=(-p "$port")
+	cli_cmd+=(-p "$port")
+fi
+[ -n "$split" ] || cli_cmd+=("$HOST")
+
+# rping: the client's ping count and buffer size.
+rping_count=''
+rping_size=64
+if [ "$kind" = rping ]; then
+	for ((i = 1; i < ${#cli_cmd[@]} - 1; i++)); do
+		case ${cli_cmd[i]} in
+		-C) rping_count=${cli_cmd[i + 1]} ;;
+		-S) rping_size=${cli_cmd[i + 1]} ;;
+		esac
+	done
+	[[ $rping_count =~ ^[1-9][0-9]*$ ]] ||
+		die "KIND rping needs the client's -C COUNT (COUNT > 0)"
+	[[ $rping_size =~ ^[1-9][0-9]*$ ]] || die "bad rping -S '$rping_size'"
+fi
+
+for prog in "${srv_cmd[0]:-}" "${cli_cmd[0]}"; do
+	[ -n "$prog" ] || continue
+	if ! command -v "$prog" >/dev/null; then
+		echo "run_pair: $prog not installed: skipped"
+		exit 77
+	fi
+done
 command -v ss >/dev/null || die "ss (iproute2) not installed"
 
 work=$(mktemp -d /tmp/run_pair.XXXXXX) || exit 1
@@ -102,9 +206,11 @@ kill_all()
 
 show()
 {
-	echo "----- server: $prog $* -p $port"
-	cat "$srv_out"
-	echo "----- client: $prog $* -p $port $HOST"
+	if [ ${#srv_cmd[@]} -gt 0 ]; then
+		echo "----- server: ${srv_cmd[*]}"
+		cat "$srv_out"
+	fi
+	echo "----- client: ${cli_cmd[*]}"
 	cat "$cli_out"
 	echo "-----"
 }
@@ -121,7 +227,7 @@ trap 'exit 1' INT TERM HUP
 
 fail()
 {
-	show "$@"
+	show
 	echo "run_pair: FAIL: $fail_msg"
 	exit 1
 }
@@ -131,10 +237,65 @@ listening()
 	[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]
 }
 
-# check_output FILE SIDE: apply KIND's output check; sets fail_msg.
+# check_rping FILE SIDE PREFIX: the rping rule of the header.
+check_rping()
+{
+	local file=$1 side=$2 prefix=$3 why
+
+	why=$(awk -v prefix="$prefix" -v count="$rping_count" \
+		-v size="$rping_size" '
+	BEGIN {
+		n = 0
+		for (c = 65; c <= 122; c++)
+			chr[c] = sprintf("%c", c)
+	}
+	index($0, prefix) == 1 && !bad {
+		hdr = "rdma-ping-" n ": "
+		want = hdr
+		c = 65 + n % 58
+		for (i = length(hdr); i < size - 1; i++) {
+			want = want chr[c]
+			if (++c > 122)
+				c = 65
+		}
+		if (substr($0, length(prefix) + 1) != want)
+			bad = "ping " n " (line " NR ") is not \"" prefix \
+				want "\""
+		n++
+	}
+	END {
+		if (!bad && n != count)
+			bad = n " \"" prefix "rdma-ping-N\" lines, not " count
+		print bad
+	}' "$file")
+	[ -z "$why" ] || fail_msg="$side: $why"
+}
+
+# check_cm FILE SIDE PROGRAM: the cm rule of the header.
+check_cm()
+{
+	local file=$1 side=$2 name=${3##*/} line
+	local -a want
+
+	case $name in
+	rdma_server | rdma_client) want=("$name: end 0") ;;
+	udaddy | ucmatose) want=("data transfers complete" "return status 0") ;;
+	*)
+		fail_msg="$side: no success text known for $name (KIND cm)"
+		return 1
+		;;
+	esac
+	for line in "${want[@]}"; do
+		grep -qxF "$line" "$file" && continue
+		fail_msg="$side: no line \"$line\""
+		return 1
+	done
+}
+
+# check_output FILE SIDE PROGRAM: apply KIND's output check; sets fail_msg.
 check_output()
 {
-	local file=$1 side=$2 what
+	local file=$1 side=$2 prog=$3 what
 
 	case $kind in
 	pingpong)
@@ -165,11 +326,27 @@ check_output()
 		END { exit !ok }' "$file" ||
 			fail_msg="$side: no perftest results row, or $what <= 0"
 		;;
+	rping)
+		if [ "$side" = server ]; then
+			check_rping "$file" "$side" "server ping data: "
+		else
+			check_rping "$file" "$side" "ping data: "
+		fi
+		;;
+	cm)
+		check_cm "$file" "$side" "$prog"
+		;;
+	refused)
+		what='RDMA_CM_EVENT_REJECTED, _UNREACHABLE or _CONNECT_ERROR'
+		grep -qE 'RDMA_CM_EVENT_(REJECTED|UNREACHABLE|CONNECT_ERROR)' \
+			"$file" ||
+			fail_msg="$side: exited $cli_rc, but printed no $what"
+		;;
 	esac
 	[ -z "$fail_msg" ]
 }
 
-# attempt ARGS...: run the pair once, within what is left of the budget.
+# attempt: run the pair once, within what is left of the budget.
 # Return: 0 if it passed; 1 with fail_msg set if not.
 attempt()
 {
@@ -186,12 +363,16 @@ $(ss -ltnp "sport = :$port")"
 		return 1
 	fi
 
-	"$srdma" run -- "$prog" "$@" -p "$port" >"$srv_out" 2>&1 &
-	srv_pid=$!
+	if [ ${#srv_cmd[@]} -eq 0 ]; then
+		srv_rc=0	# no server (KIND refused): nothing to wait for
+	else
+		"$srdma" run -- "${srv_cmd[@]}" >"$srv_out" 2>&1 &
+		srv_pid=$!
+	fi
 
 	# Wait for the listening socket, at most a fifth of the budget.
 	deadline=$((SECONDS + timeout / 5))
-	until listening; do
+	until [ -n "$srv_rc" ] || listening; do
 		if ! alive "$srv_pid"; then
 			wait "$srv_pid"
 			fail_msg="server exited (status $?) before listening on port $port"
@@ -206,7 +387,8 @@ $(ss -ltnp "sport = :$port")"
 		sleep 0.05
 	done
 
-	"$srdma" run -- "$prog" "$@" -p "$port" "$HOST" >"$cli_out" 2>&1 &
+	cli_start=$SECONDS
+	"$srdma" run -- "${cli_cmd[@]}" >"$cli_out" 2>&1 &
 	cli_pid=$!
 
 	# Reap both. A side's status is recorded once it is gone; after the
@@ -235,8 +417,11 @@ $(ss -ltnp "sport = :$port")"
 			else
 				fail_msg="timed out after $((SECONDS - start)) s:"
 			fi
-			[ -n "$srv_rc" ] && fail_msg+=" server exited $srv_rc;" ||
-				fail_msg+=" server killed;"
+			if [ ${#srv_cmd[@]} -gt 0 ]; then
+				[ -n "$srv_rc" ] &&
+					fail_msg+=" server exited $srv_rc;" ||
+					fail_msg+=" server killed;"
+			fi
 			[ -n "$cli_rc" ] && fail_msg+=" client exited $cli_rc" ||
 				fail_msg+=" client killed"
 			srv_pid=''
@@ -246,15 +431,28 @@ $(ss -ltnp "sport = :$port")"
 		sleep 0.05
 	done
 
-	if [ "$srv_rc" != 0 ] || [ "$cli_rc" != 0 ]; then
-		fail_msg="server exited $srv_rc, client exited $cli_rc"
-		return 1
-	fi
-	if [ "$kind" = pingpong ]; then
-		check_output "$srv_out" server && check_output "$cli_out" client
-	else
-		check_output "$cli_out" client
-	fi
+	case $kind in
+	refused)
+		if [ "$cli_rc" = 0 ]; then
+			fail_msg="client exited 0 with nothing listening on port $port"
+			return 1
+		fi
+		check_output "$cli_out" client "${cli_cmd[0]}"
+		;;
+	*)
+		if [ "$srv_rc" != 0 ] || [ "$cli_rc" != 0 ]; then
+			fail_msg="server exited $srv_rc, client exited $cli_rc"
+			return 1
+		fi
+		case $kind in
+		bw | lat) check_output "$cli_out" client "${cli_cmd[0]}" ;;
+		*)
+			check_output "$srv_out" server "${srv_cmd[0]}" &&
+				check_output "$cli_out" client "${cli_cmd[0]}"
+			;;
+		esac
+		;;
+	esac
 }
 
 # perftest converts cycles to time with a clock rate it measures at start;
@@ -264,16 +462,21 @@ $(ss -ltnp "sport = :$port")"
 start=$SECONDS
 end=$((start + timeout))
 for try in 1 2 3; do
-	attempt "$@" && break
+	attempt && break
 	if [ "$try" -eq 3 ] || [ "$SECONDS" -ge "$end" ] ||
 	   ! grep -q 'Correlation coefficient r' "$srv_out" "$cli_out"; then
-		fail "$@"
+		fail
 	fi
-	show "$@"
+	show
 	echo "run_pair: $fail_msg; perftest could not measure its clock" \
 		"(machine busy): running the pair again"
 done
 
-show "$@"
-echo "run_pair: PASS in $((SECONDS - start)) s"
+show
+if [ "$kind" = refused ]; then
+	echo "run_pair: PASS: the client failed (status $cli_rc) in" \
+		"$((SECONDS - cli_start)) s"
+else
+	echo "run_pair: PASS in $((SECONDS - start)) s"
+fi
 exit 0

@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * cma_event.c - event channels: queueing, rdma_get_cm_event,
+ * rdma_ack_cm_event, rdma_migrate_id.
+ *
+ * A channel is an eventfd plus a FIFO of events under cm.lock. The fd is
+ * level-triggered by hand: it is made readable (counter 1) when the queue
+ * becomes non-empty and drained when the last event is retrieved, so an
+ * application can poll() or epoll the fd, set O_NONBLOCK on it, or just
+ * call rdma_get_cm_event, which blocks in poll() when the queue is empty
+ * and the fd is blocking, and returns EAGAIN when it is not.
+ *
+ * Accounting per id (what rdma_destroy_id and rdma_migrate_id wait on):
+ * events_queued counts events on a queue; events_out counts events the
+ * application retrieved and has not acked. An event is counted on
+ * ev.id, so a CONNECT_REQUEST (queued on the listener's channel) holds
+ * the new child, not the listener.
+ *
+ * Sync ids (created with a NULL channel) get a private channel; the
+ * library itself waits on it in srdma_cm_complete(), which mirrors what
+ * the real librdmacm does: ack the previous id->event, block for the next
+ * one, and turn its status into the call's errno.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "cm/cma_int.h"
+#include "util/log.h"
+
+int srdma_cm_channel_new(bool internal, struct cm_channel **out)
+{
+	struct cm_channel *chan = calloc(1, sizeof(*chan));
+
+	if (!chan)
+		return -ENOMEM;
+	chan->ch.fd = eventfd(0, EFD_CLOEXEC);
+	if (chan->ch.fd < 0) {
+		int ret = -errno;
+
+		free(chan);
+		return ret;
+	}
+	chan->tail = &chan->head;
+	chan->internal = internal;
+	*out = chan;
+	return 0;
+}
+
+void srdma_cm_channel_free(struct cm_channel *chan)
+{
+	srdma_assert(!chan->head);
+	close(chan->ch.fd);
+	free(chan);
+}
+
+/* Requires cm.lock. Make the fd readable iff the queue is non-empty. */
+static void channel_sync_fd(struct cm_channel *chan)
+{
+	uint64_t v = 1;
+
+	if (chan->head && !chan->signaled) {
+		if (write(chan->ch.fd, &v, sizeof(v)) == sizeof(v))
+			chan->signaled = true;
+	} else if (!chan->head && chan->signaled) {
+		/* The counter is non-zero, so this read cannot block. */
+		if (read(chan->ch.fd, &v, sizeof(v)) == sizeof(v))
+			chan->signaled = false;
+	}
+}
+
+static void channel_push(struct cm_channel *chan, struct cm_event *ev)
+{
+	ev->next = NULL;
+	ev->chan = chan;
+	*chan->tail = ev;
+	chan->tail = &ev->next;
+	channel_sync_fd(chan);
+}
+
+/* Unlink @ev from its channel's queue. Requires cm.lock. */
+static void channel_unlink(struct cm_event *ev)
+{
+	struct cm_channel *chan = ev->chan;
+	struct cm_event **pp;
+
+	for (pp = &chan->head; *pp; pp = &(*pp)->next) {
+		if (*pp == ev) {
+			*pp = ev->next;
+			break;
+		}
+	}
+	chan->tail = &chan->head;
+	while (*chan->tail)
+		chan->tail = &(*chan->tail)->next;
+	ev->chan = NULL;
+	channel_sync_fd(chan);
+}
+
+static void fill_conn_param(struct cm_event *ev, const struct srdma_cm_msg *m,
+			    unsigned int plen)
+{
+	struct rdma_conn_param *p = &ev->ev.param.conn;
+
+	p->private_data = ev->pdata;
+	p->private_data_len = (uint8_t)plen;
+	/* Seen from the receiver: the peer's depth is what we answer. */
+	p->responder_resources = m->init_depth;
+	p->initiator_depth = m->resp_res;
+	p->flow_control = !!(m->flags & SRDMA_CM_F_FLOW_CONTROL);
+	p->retry_count = m->retry_count;
+	p->rnr_retry_count = m->rnr_retry_count;
+	p->srq = !!(m->flags & SRDMA_CM_F_SRQ);
+	p->qp_num = m->qpn;
+}
+
+static void fill_ud_param(struct cm_event *ev, struct cm_id *id,
+			  const struct srdma_cm_msg *m, unsigned int plen)
+{
+	struct rdma_ud_param *p = &ev->ev.param.ud;
+
+	p->private_data = ev->pdata;
+	p->private_data_len = (uint8_t)plen;
+	if (m->type != SRDMA_CM_SIDR_REP)
+		return;
+	p->qp_num = m->qpn;
+	p->qkey = m->qkey;
+	p->ah_attr.dlid = m->lid;
+	p->ah_attr.port_num = id->id.port_num ? id->id.port_num : 1;
+	p->ah_attr.static_rate = 0;
+	p->ah_attr.sl = 0;
+	p->ah_attr.is_global = 0;
+}
+
+void srdma_cm_event_post(struct cm_id *id, struct cm_id *listen,
+			 enum rdma_cm_event_type type, int status,
+			 const struct srdma_cm_msg *msg)
+{
+	struct cm_event *ev = calloc(1, sizeof(*ev));
+	unsigned int plen;
+
+	if (!ev) {
+		srdma_err("no memory for %s on id %p: dropped",
+			  rdma_event_str(type), (void *)&id->id);
+		return;
+	}
+	ev->owner = id;
+	ev->ev.id = &id->id;
+	ev->ev.listen_id = listen ? &listen->id : NULL;
+	ev->ev.event = type;
+	ev->ev.status = status;
+	if (msg) {
+		/* Reported at the IB CM's fixed size, zero padded. */
+		plen = srdma_cm_pdata_max(msg->type);
+		memcpy(ev->pdata, msg->pdata, msg->pdata_len);
+		if (id->id.qp_type == IBV_QPT_UD)
+			fill_ud_param(ev, id, msg, plen);
+		else
+			fill_conn_param(ev, msg, plen);
+	}
+	srdma_dbg("id %p: %s status %d", (void *)&id->id, rdma_event_str(type),
+		  status);
+	id->events_queued++;
+	channel_push(id->chan, ev);
+}
+
+void srdma_cm_events_drop(struct cm_id *id)
+{
+	struct cm_channel *chans[2] = {
+		id->chan, id->listener ? id->listener->chan : NULL};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(chans); i++) {
+		struct cm_event *ev, *next;
+
+		if (!chans[i])
+			continue;
+		for (ev = chans[i]->head; ev; ev = next) {
+			next = ev->next;
+			if (ev->owner != id)
+				continue;
+			channel_unlink(ev);
+			id->events_queued--;
+			free(ev);
+		}
+	}
+}
+
+void srdma_cm_wait_events_acked(struct cm_id *id)
+{
+	while (id->events_out)
+		pthread_cond_wait(&cm.cond, &cm.lock);
+}
+
+static bool fd_nonblocking(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* Pop the head event of @chan. Requires cm.lock. */
+static struct cm_event *channel_pop(struct cm_channel *chan)
+{
+	struct cm_event *ev = chan->head;
+
+	if (!ev)
+		return NULL;
+	chan->head = ev->next;
+	if (!chan->head)
+		chan->tail = &chan->head;
+	ev->chan = NULL;
+	ev->next = NULL;
+	channel_sync_fd(chan);
+	ev->owner->events_queued--;
+	ev->owner->events_out++;
+	return ev;
+}
+
+/*
+ * A sync listener's child gets its own private channel once its
+ * CONNECT_REQUEST is retrieved, as the real library migrates it there.
+ */
+static int child_go_private(struct cm_event *ev)
+{
+	struct cm_id *child = ev->owner;
+	struct cm_channel *priv;
+	int ret;
+
+	if (ev->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST || child->sync ||
+	    !child->listener || !child->listener->sync)
+		return 0;
+	ret = srdma_cm_channel_new(true, &priv);
+	if (ret)
+		return ret;
+	child->chan = priv;
+	child->sync = true;
+	child->id.channel = &priv->ch;
+	return 0;
+}
+
+/* Retrieve one event, blocking per the fd's O_NONBLOCK. Return 0/-errno. */
+static int channel_get(struct cm_channel *chan, struct cm_event **out)
+{
+	struct pollfd pfd = {.fd = chan->ch.fd, .events = POLLIN};
+	struct cm_event *ev;
+	int ret;
+
+	for (;;) {
+		srdma_cm_lock();
+		ev = channel_pop(chan);
+		if (ev) {
+			ret = child_go_private(ev);
+			srdma_cm_unlock();
+			if (ret)
+				srdma_err("CONNECT_REQUEST for sync listener: "
+					  "no private channel (%d)",
+					  ret);
+			*out = ev;
+			return 0;
+		}
+		srdma_cm_unlock();
+		if (fd_nonblocking(chan->ch.fd))
+			return -EAGAIN;
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static void event_ack(struct cm_event *ev)
+{
+	srdma_cm_lock();
+	srdma_assert(ev->owner->events_out);
+	ev->owner->events_out--;
+	pthread_cond_broadcast(&cm.cond);
+	srdma_cm_unlock();
+	free(ev);
+}
+
+int srdma_cm_complete(struct cm_id *id)
+{
+	struct cm_event *ev;
+	int ret;
+
+	if (!id->sync)
+		return 0;
+	if (id->id.event) {
+		event_ack(to_cm_event(id->id.event));
+		id->id.event = NULL;
+	}
+	ret = channel_get(id->chan, &ev);
+	if (ret)
+		return ret;
+	id->id.event = &ev->ev;
+	if (!ev->ev.status)
+		return 0;
+	if (ev->ev.event == RDMA_CM_EVENT_REJECTED)
+		return -ECONNREFUSED;
+	return ev->ev.status < 0 ? ev->ev.status : -ev->ev.status;
+}
+
+SRDMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct cm_channel *chan;
+	int ret = srdma_cm_channel_new(false, &chan);
+
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return &chan->ch;
+}
+
+SRDMA_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct cm_channel *chan;
+	struct cm_event *ev;
+
+	if (!channel)
+		return;
+	chan = to_cm_channel(channel);
+	/* Events still queued belong to ids the application must destroy
+	 * first; the real library frees the channel regardless. */
+	srdma_cm_lock();
+	while ((ev = chan->head)) {
+		channel_unlink(ev);
+		ev->owner->events_queued--;
+		free(ev);
+	}
+	srdma_cm_unlock();
+	srdma_cm_channel_free(chan);
+}
+
+SRDMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
+				   struct rdma_cm_event **event)
+{
+	struct cm_event *ev;
+	int ret;
+
+	if (!channel || !event) {
+		errno = EINVAL;
+		return -1;
+	}
+	ret = channel_get(to_cm_channel(channel), &ev);
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	*event = &ev->ev;
+	return 0;
+}
+
+SRDMA_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	if (!event) {
+		errno = EINVAL;
+		return -1;
+	}
+	event_ack(to_cm_event(event));
+	return 0;
+}
+
+SRDMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
+				 struct rdma_event_channel *channel)
+{
+	struct cm_channel *to, *from;
+	struct cm_id *cid;
+	struct cm_event *ev, *next;
+	bool sync = false;
+	int ret;
+
+	if (!id) {
+		errno = EINVAL;
+		return -1;
+	}
+	cid = to_cm_id(id);
+	if (cid->sync && !channel) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (channel) {
+		to = to_cm_channel(channel);
+	} else {
+		ret = srdma_cm_channel_new(true, &to);
+		if (ret) {
+			errno = -ret;
+			return -1;
+		}
+		sync = true;
+	}
+
+	srdma_cm_lock();
+	from = cid->chan;
+	if (cid->sync && id->event) {
+		cid->events_out--;
+		free(to_cm_event(id->event));
+		id->event = NULL;
+	}
+	/* Queued events of this id follow it, in order. */
+	for (ev = from->head; ev; ev = next) {
+		next = ev->next;
+		if (ev->owner != cid)
+			continue;
+		channel_unlink(ev);
+		channel_push(to, ev);
+	}
+	cid->chan = to;
+	id->channel = &to->ch;
+	/* Events already retrieved must be acked on the old channel first. */
+	srdma_cm_wait_events_acked(cid);
+	if (cid->sync)
+		srdma_cm_channel_free(from);
+	cid->sync = sync;
+	srdma_cm_unlock();
+	return 0;
+}

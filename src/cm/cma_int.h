@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * cma_int.h - internals of softrdma's user-space rdma_cm.
+ *
+ * The public objects (struct rdma_cm_id, rdma_event_channel, rdma_cm_event)
+ * are the first member of private wrappers, so a public pointer converts
+ * back with container_of. One process-wide mutex, cm.lock, protects every
+ * field below that is not marked otherwise: the CM is a control path (a
+ * handful of messages per connection), and one lock keeps the service
+ * thread, the application's threads and id destruction simple to reason
+ * about. Verbs calls (QP modify, CQ create) may be made under cm.lock; the
+ * verbs library never calls back into the CM, so there is no lock cycle.
+ *
+ * Threads: the application's, plus one service thread (cma_loop.c) started
+ * on first need. It owns the epoll set of every CM socket and turns
+ * socket input, connection completions and deadlines into events.
+ *
+ * Files:
+ *   cma_wire.[ch]   the side-channel message format (ABI between hosts)
+ *   cma_event.c     event channels, queueing, get/ack, migrate
+ *   cma_loop.c      the service thread: epoll, framing, deadlines
+ *   cma_id.c        ids, addresses, listen, options, ports
+ *   cma_conn.c      connect/accept/reject/establish/disconnect and the
+ *                   handling of each received message
+ *   cma_qp.c        QPs, SRQs and CQs created for ids, rdma_init_qp_attr,
+ *                   endpoints (create_ep, get_request)
+ *   cma_device.c    the verbs contexts and default PDs ids attach to
+ *   cma_addrinfo.c  rdma_getaddrinfo / rdma_freeaddrinfo
+ */
+#ifndef SRDMA_CM_INT_H
+#define SRDMA_CM_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "cm/cma_wire.h"
+#include "util/compiler.h"
+
+/* Reject reasons of the InfiniBand CM that rdma_cm reports as status. */
+#define SRDMA_CM_REJ_INVALID_SERVICE_ID 8
+#define SRDMA_CM_REJ_CONSUMER_DEFINED	28
+/* SIDR_REP statuses. */
+#define SRDMA_CM_SIDR_SUCCESS	  0
+#define SRDMA_CM_SIDR_UNSUPPORTED 1
+#define SRDMA_CM_SIDR_REJECT	  2
+
+/* How long an active connection may take from rdma_connect to the reply. */
+#define SRDMA_CM_CONNECT_TIMEOUT_MS 20000
+
+enum cm_state {
+	CM_IDLE,	   /* created, not bound */
+	CM_BOUND,	   /* rdma_bind_addr done */
+	CM_ADDR_RESOLVED,  /* active: source address, device known */
+	CM_ROUTE_RESOLVED, /* active: ready to connect */
+	CM_LISTEN,	   /* passive listener */
+	CM_CONNECTING,	   /* active: TCP connect in progress */
+	CM_REQ_SENT,	   /* active: REQ/SIDR_REQ sent, awaiting reply */
+	CM_REP_RCVD,	   /* active: CONNECT_RESPONSE, awaiting establish */
+	CM_REQ_WAIT,	   /* passive child, hidden: awaiting REQ */
+	CM_REQ_RCVD,	   /* passive child: CONNECT_REQUEST reported */
+	CM_REP_SENT,	   /* passive: accepted, awaiting RTU */
+	CM_ESTABLISHED,	   /* connected (RC) or resolved (UD) */
+	CM_DISCONNECTING,  /* DREQ sent, awaiting DREP */
+	CM_DISCONNECTED,   /* DISCONNECTED reported; socket closed */
+	CM_FAILED,	   /* handshake failed or rejected; socket closed */
+};
+
+struct cm_event;
+
+/* An event channel: struct rdma_event_channel is { int fd }. */
+struct cm_channel {
+	struct rdma_event_channel ch; /* public; fd is an eventfd */
+	struct cm_event *head;	      /* queued, not yet retrieved */
+	struct cm_event **tail;
+	bool signaled; /* eventfd counter is non-zero */
+	bool internal; /* private channel of a sync id */
+};
+
+/* Parameters of the connection, ours and the peer's. */
+struct cm_conn {
+	uint32_t qpn;		/* our QPN (id->qp or conn_param) */
+	uint32_t psn;		/* our starting PSN */
+	uint8_t resp_res;	/* reads we answer (max_dest_rd_atomic) */
+	uint8_t init_depth;	/* reads we issue (max_rd_atomic) */
+	uint8_t retry_count;	/* RC retry count both sides use */
+	uint8_t rnr_retry;	/* RNR retry count our QP uses */
+	uint8_t peer_rnr_retry; /* what we announced to the peer */
+	uint8_t srq;
+	uint8_t flow_control;
+	uint32_t qkey;	 /* UD: our Q_Key */
+	bool peer_known; /* fields below are valid */
+	uint32_t peer_qpn;
+	uint32_t peer_psn;
+	uint32_t peer_qkey;
+	uint16_t peer_lid;
+	uint8_t peer_mtu;
+	union ibv_gid peer_gid;
+	/* Active: private data of the REQ, sent once TCP is connected. */
+	uint8_t pdata_len;
+	uint8_t pdata[SRDMA_CM_PDATA_MAX];
+};
+
+struct cm_device {
+	struct ibv_context *verbs; /* immutable once opened; never closed */
+	struct ibv_pd *pd;	   /* default PD while refs > 0 */
+	int refs;		   /* ids attached */
+	uint16_t lid;		   /* immutable */
+	union ibv_gid gid;	   /* immutable */
+	enum ibv_mtu mtu;	   /* immutable */
+	uint8_t max_resp_res;	   /* max_qp_rd_atom */
+	uint8_t max_init_depth;	   /* max_qp_init_rd_atom */
+};
+
+struct cm_id {
+	struct rdma_cm_id id;	 /* public; first */
+	uint64_t serial;	 /* immutable; the epoll key */
+	struct cm_channel *chan; /* = id.channel's wrapper */
+	bool sync;		 /* chan is this id's private channel */
+	enum cm_state state;
+	int fd;			/* TCP socket or -1 */
+	bool in_epoll;		/* fd registered with the loop */
+	struct cm_id *listener; /* passive children: their listener */
+	struct cm_device *dev;	/* attached device or NULL */
+	struct cm_conn conn;
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC ms, 0 = none */
+	uint8_t ack_timeout;  /* RDMA_OPTION_ID_ACK_TIMEOUT */
+	bool ack_timeout_set;
+	uint8_t tos;
+	int reuseaddr;
+	int afonly;
+	bool disc_reported;	/* DISCONNECTED queued once */
+	uint32_t events_out;	/* retrieved and not yet acked */
+	uint32_t events_queued; /* queued on chan, not retrieved */
+	bool destroying;
+	struct ibv_sa_path_rec path; /* route.path_rec points here */
+	/* rdma_create_ep passive side: what rdma_get_request creates. */
+	struct ibv_qp_init_attr *ep_qp_attr;
+	struct ibv_pd *ep_pd;
+	/* Stream reassembly of received messages. */
+	uint8_t rx[SRDMA_CM_MSG_MAX];
+	size_t rx_len;
+	struct cm_id *next; /* cm.ids list */
+};
+
+struct cm_event {
+	struct rdma_cm_event ev; /* public; first */
+	struct cm_id *owner;	 /* the id it is counted on (ev.id) */
+	struct cm_channel *chan; /* where it is queued */
+	struct cm_event *next;
+	uint8_t pdata[SRDMA_CM_PDATA_MAX];
+};
+
+/* Process-wide CM state. */
+struct cm_global {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* events acked; signalled broadcast */
+	struct cm_id *ids;   /* every live id */
+	uint64_t next_serial;
+	struct cm_device dev; /* the one softrdma device */
+	bool dev_open;
+	int epfd;   /* loop's epoll set, -1 until started */
+	int wakefd; /* eventfd that interrupts epoll_wait */
+	bool loop_started;
+	pid_t pid; /* process that owns this state */
+};
+
+extern struct cm_global cm;
+
+static inline struct cm_id *to_cm_id(struct rdma_cm_id *id)
+{
+	return container_of(id, struct cm_id, id);
+}
+
+static inline struct cm_channel *to_cm_channel(struct rdma_event_channel *ch)
+{
+	return container_of(ch, struct cm_channel, ch);
+}
+
+static inline struct cm_event *to_cm_event(struct rdma_cm_event *ev)
+{
+	return container_of(ev, struct cm_event, ev);
+}
+
+/* Take / release cm.lock (and reset the state in a forked child). */
+void srdma_cm_lock(void);
+void srdma_cm_unlock(void);
+
+/* ---- cma_event.c ---- */
+
+/**
+ * srdma_cm_channel_new() - allocate a channel with its eventfd.
+ * @internal: true for the private channel of a sync id
+ * @out: the channel
+ * Return: 0 or -errno. Context: any; no lock needed.
+ */
+int srdma_cm_channel_new(bool internal, struct cm_channel **out);
+
+/* Free a channel whose queue is empty. No lock needed. */
+void srdma_cm_channel_free(struct cm_channel *chan);
+
+/**
+ * srdma_cm_event_post() - queue an event for @id on its channel.
+ * @id:      the id the event reports on (ev.id)
+ * @listen:  the listener for CONNECT_REQUEST, else NULL
+ * @type:    the event
+ * @status:  0, a negative errno or a positive reject reason
+ * @msg:     the message whose parameters and private data the event
+ *           reports, or NULL
+ * Requires cm.lock. Cannot fail: on allocation failure the event is
+ * logged and dropped (the id then times out or is torn down).
+ */
+void srdma_cm_event_post(struct cm_id *id, struct cm_id *listen,
+			 enum rdma_cm_event_type type, int status,
+			 const struct srdma_cm_msg *msg);
+
+/**
+ * srdma_cm_events_drop() - unqueue every not-yet-retrieved event of @id.
+ * Requires cm.lock. Used when @id is destroyed.
+ */
+void srdma_cm_events_drop(struct cm_id *id);
+
+/**
+ * srdma_cm_wait_events_acked() - block until every event of @id the
+ * application retrieved has been acked. Requires cm.lock (released while
+ * waiting).
+ */
+void srdma_cm_wait_events_acked(struct cm_id *id);
+
+/**
+ * srdma_cm_complete() - for a sync id: ack id->event, then wait for the
+ * next event on its private channel and store it in id->event.
+ * Return: 0, or -errno derived from the event's status (REJECTED gives
+ * -ECONNREFUSED). No-op returning 0 for an async id. Called without
+ * cm.lock.
+ */
+int srdma_cm_complete(struct cm_id *id);
+
+/* ---- cma_loop.c ---- */
+
+/**
+ * srdma_cm_loop_watch() - (re)register @id->fd with the service thread.
+ * @out: also wait for writability (a TCP connect in progress)
+ * Requires cm.lock. Starts the thread on first use. Return 0 or -errno.
+ */
+int srdma_cm_loop_watch(struct cm_id *id, bool out);
+
+/* Unregister and close @id->fd (if any). Requires cm.lock. */
+void srdma_cm_loop_close(struct cm_id *id);
+
+/* Wake the service thread (a deadline changed). Requires cm.lock. */
+void srdma_cm_loop_kick(void);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t srdma_cm_now_ms(void);
+
+/* ---- cma_id.c ---- */
+
+/* Find a live id by serial. Requires cm.lock. */
+struct cm_id *srdma_cm_id_find(uint64_t serial);
+
+/**
+ * srdma_cm_id_alloc() - allocate an id on @chan (NULL: a private sync
+ * channel), link it into cm.ids. Requires cm.lock.
+ * Return: 0 or -errno.
+ */
+int srdma_cm_id_alloc(struct cm_channel *chan, void *context,
+		      enum rdma_port_space ps, enum ibv_qp_type qp_type,
+		      struct cm_id **out);
+
+/**
+ * srdma_cm_id_free() - unlink and free an id no application holds (a
+ * hidden child, or one being destroyed after its events drained). Closes
+ * its socket and releases its device. Requires cm.lock.
+ */
+void srdma_cm_id_free(struct cm_id *id);
+
+/* Attach @id to the device (sets verbs, pd, port_num). Requires cm.lock. */
+int srdma_cm_id_attach(struct cm_id *id);
+
+/* Point id->route.path_rec at a path to the known peer. Requires cm.lock. */
+void srdma_cm_id_fill_path(struct cm_id *id);
+
+/* ---- cma_conn.c ---- */
+
+/**
+ * srdma_cm_conn_input() - handle one decoded message received on @id.
+ * Requires cm.lock. May post events, send replies, modify @id's QP and
+ * close @id's socket.
+ */
+void srdma_cm_conn_input(struct cm_id *id, const struct srdma_cm_msg *msg);
+
+/**
+ * srdma_cm_conn_lost() - @id's socket failed, closed or carried a
+ * malformed message (@err: -ECONNRESET, -EPROTO, ...). Posts the event
+ * the state calls for and closes the socket. Requires cm.lock.
+ */
+void srdma_cm_conn_lost(struct cm_id *id, int err);
+
+/**
+ * srdma_cm_conn_connected() - the active side's TCP connect finished
+ * (@err 0) or failed. Sends the REQ or posts the failure. Requires cm.lock.
+ */
+void srdma_cm_conn_connected(struct cm_id *id, int err);
+
+/* @id's deadline passed. Requires cm.lock. */
+void srdma_cm_conn_timeout(struct cm_id *id);
+
+/**
+ * srdma_cm_send() - encode and send @msg on @id's socket.
+ * Return: 0 or -errno (a short write counts as -EIO). Requires cm.lock.
+ */
+int srdma_cm_send(struct cm_id *id, struct srdma_cm_msg *msg);
+
+/* ---- cma_qp.c ---- */
+
+/**
+ * srdma_cm_qp_attr() - the attributes rdma_init_qp_attr reports for
+ * moving a QP of @id to attr->qp_state. Requires cm.lock.
+ * Return: 0, or -EINVAL when the state needs peer parameters not known
+ * yet or is not one rdma_cm sets.
+ */
+int srdma_cm_qp_attr(struct cm_id *id, struct ibv_qp_attr *attr, int *mask);
+
+/**
+ * srdma_cm_qp_connect() - move @id's own QP INIT->INIT (access from the
+ * negotiated resources) -> RTR -> RTS with the peer's parameters.
+ * Requires cm.lock. Return 0 or -errno (the QP is then left where the
+ * failing modify found it).
+ */
+int srdma_cm_qp_connect(struct cm_id *id);
+
+/* Move @id's own QP (if any) to ERR. Requires cm.lock. */
+void srdma_cm_qp_error(struct cm_id *id);
+
+/* ---- cma_device.c ---- */
+
+/**
+ * srdma_cm_device_get() - open the device if needed, take a reference,
+ * allocate the default PD on the first one. Requires cm.lock.
+ * Return: 0 or -errno.
+ */
+int srdma_cm_device_get(struct cm_device **out);
+
+/* Drop a reference; the default PD goes with the last one. cm.lock. */
+void srdma_cm_device_put(struct cm_device *dev);
+
+/**
+ * srdma_cm_device_open() - open the device's verbs context if needed,
+ * without taking a reference (rdma_get_devices). Requires cm.lock.
+ */
+int srdma_cm_device_open(void);
+
+#endif
