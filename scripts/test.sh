@@ -3,8 +3,8 @@
 #
 # test.sh - README command 2: (re)build and run every default test with
 # CTest: unit, functional, ABI, real clients and rdma-core's own suite.
-# Benchmarks (label "bench") and the suites that later work will turn on
-# (label "conformance-full") are excluded; run them with
+# Benchmarks (label "bench") and long conformance runs (label
+# "conformance-full", none today) are excluded; run them with
 #   ctest --test-dir build -L bench   (or -L conformance-full)
 set -euo pipefail
 cd "$(dirname "$0")/.."
