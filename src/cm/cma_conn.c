@@ -95,6 +95,8 @@ static void post_disconnected(struct cm_id *id)
 
 void srdma_cm_conn_lost(struct cm_id *id, int err)
 {
+	srdma_dbg("id %p: CM connection lost in state %d (%d)",
+		  (void *)&id->id, id->state, err);
 	switch (id->state) {
 	case CM_REQ_WAIT:
 		srdma_cm_id_free(id);
@@ -153,6 +155,9 @@ void srdma_cm_conn_connected(struct cm_id *id, int err)
 		send_req(id);
 		return;
 	}
+	srdma_dbg("id %p: TCP connect to the CM port failed (%d)%s",
+		  (void *)&id->id, err,
+		  err == -ECONNREFUSED ? ": nobody listens there" : "");
 	if (err == -ECONNREFUSED)
 		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_REJECTED,
 				    SRDMA_CM_REJ_INVALID_SERVICE_ID, NULL);

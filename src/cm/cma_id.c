@@ -61,6 +61,8 @@ void srdma_cm_lock(void)
 		cm.wakefd = -1;
 		cm.loop_started = false;
 		cm.pid = getpid();
+		/* librdmacm has its own copy of the log settings. */
+		srdma_log_init();
 	}
 }
 
