@@ -95,8 +95,8 @@ static void post_disconnected(struct cm_id *id)
 
 void srdma_cm_conn_lost(struct cm_id *id, int err)
 {
-	srdma_dbg("id %p: CM connection lost in state %d (%d)",
-		  (void *)&id->id, id->state, err);
+	srdma_dbg("id %p: CM connection lost in state %d (%d)", (void *)&id->id,
+		  id->state, err);
 	switch (id->state) {
 	case CM_REQ_WAIT:
 		srdma_cm_id_free(id);
@@ -362,15 +362,6 @@ static int check_param(struct cm_id *id, const struct rdma_conn_param *p,
 	return 0;
 }
 
-static int cm_ret(int ret)
-{
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
-}
-
 SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			      struct rdma_conn_param *param)
 {
@@ -380,7 +371,7 @@ SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	int ret;
 
 	if (!id)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
 	ud = id->qp_type == IBV_QPT_UD;
 	srdma_cm_lock();
@@ -436,7 +427,7 @@ out:
 	srdma_cm_unlock();
 	if (!ret)
 		ret = srdma_cm_complete(cid);
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 static int accept_ud(struct cm_id *id, struct rdma_conn_param *param)
@@ -466,7 +457,7 @@ SRDMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	int ret;
 
 	if (!id)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
 	ud = id->qp_type == IBV_QPT_UD;
 	srdma_cm_lock();
@@ -478,15 +469,10 @@ SRDMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
 		goto out;
 	if (ud) {
 		ret = accept_ud(cid, param);
-		if (cid->sync && id->event) {
-			/* No event follows a UD accept: ack the request. */
-			cid->events_out--;
-			free(to_cm_event(id->event));
-			id->event = NULL;
-			pthread_cond_broadcast(&cm.cond);
-		}
+		/* No event follows a UD accept: ack the request. */
+		srdma_cm_sync_event_done(cid);
 		srdma_cm_unlock();
-		return cm_ret(ret);
+		return srdma_cm_ret(ret);
 	}
 
 	c = &cid->conn;
@@ -530,7 +516,7 @@ out:
 	srdma_cm_unlock();
 	if (!ret)
 		ret = srdma_cm_complete(cid);
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
@@ -542,13 +528,13 @@ SRDMA_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	int ret = 0;
 
 	if (!id || (private_data_len && !private_data))
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
 	ud = id->qp_type == IBV_QPT_UD;
 	m.type = ud ? SRDMA_CM_SIDR_REP : SRDMA_CM_REJ;
 	m.reason = ud ? SRDMA_CM_SIDR_REJECT : SRDMA_CM_REJ_CONSUMER_DEFINED;
 	if (private_data_len > srdma_cm_pdata_max(m.type))
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	m.pdata_len = private_data_len;
 	if (private_data_len)
 		memcpy(m.pdata, private_data, private_data_len);
@@ -560,7 +546,7 @@ SRDMA_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		conn_finish(cid, CM_FAILED);
 	}
 	srdma_cm_unlock();
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_establish(struct rdma_cm_id *id)
@@ -570,7 +556,7 @@ SRDMA_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	int ret;
 
 	if (!id)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
 	srdma_cm_lock();
 	if (cid->state != CM_REP_RCVD) {
@@ -582,14 +568,9 @@ SRDMA_EXPORT int rdma_establish(struct rdma_cm_id *id)
 		else
 			cid->state = CM_ESTABLISHED;
 	}
-	if (cid->sync && id->event) {
-		cid->events_out--;
-		free(to_cm_event(id->event));
-		id->event = NULL;
-		pthread_cond_broadcast(&cm.cond);
-	}
+	srdma_cm_sync_event_done(cid);
 	srdma_cm_unlock();
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
@@ -600,7 +581,7 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	int ret = 0;
 
 	if (!id)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
 	srdma_cm_lock();
 	switch (cid->state) {
@@ -629,7 +610,7 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	srdma_cm_unlock();
 	if (wait)
 		ret = srdma_cm_complete(cid);
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
@@ -639,12 +620,12 @@ SRDMA_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 
 	(void)event;
 	if (!id)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
 	srdma_cm_lock();
 	ret = cid->state == CM_REP_SENT || cid->state == CM_ESTABLISHED
 		      ? 0
 		      : -EINVAL;
 	srdma_cm_unlock();
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }

@@ -281,6 +281,17 @@ static void event_ack(struct cm_event *ev)
 	free(ev);
 }
 
+void srdma_cm_sync_event_done(struct cm_id *id)
+{
+	if (!id->sync || !id->id.event)
+		return;
+	srdma_assert(id->events_out);
+	id->events_out--;
+	free(to_cm_event(id->id.event));
+	id->id.event = NULL;
+	pthread_cond_broadcast(&cm.cond);
+}
+
 int srdma_cm_complete(struct cm_id *id)
 {
 	struct cm_event *ev;
@@ -395,11 +406,7 @@ SRDMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 
 	srdma_cm_lock();
 	from = cid->chan;
-	if (cid->sync && id->event) {
-		cid->events_out--;
-		free(to_cm_event(id->event));
-		id->event = NULL;
-	}
+	srdma_cm_sync_event_done(cid);
 	/* Queued events of this id follow it, in order. */
 	for (ev = from->head; ev; ev = next) {
 		next = ev->next;

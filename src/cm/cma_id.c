@@ -223,11 +223,7 @@ SRDMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	cid = to_cm_id(id);
 	srdma_cm_lock();
 	cid->destroying = true;
-	if (cid->sync && id->event) {
-		cid->events_out--;
-		free(to_cm_event(id->event));
-		id->event = NULL;
-	}
+	srdma_cm_sync_event_done(cid);
 	/* The peer learns from the closed socket. */
 	srdma_cm_loop_close(cid);
 	srdma_cm_events_drop(cid);
@@ -317,11 +313,7 @@ SRDMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	cid->state = CM_BOUND;
 out:
 	srdma_cm_unlock();
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
@@ -350,11 +342,7 @@ SRDMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (!ret)
 		cid->state = CM_LISTEN;
 	srdma_cm_unlock();
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return srdma_cm_ret(ret);
 }
 
 /* Which local address the kernel would use to reach @dst (port 0). */
@@ -459,11 +447,7 @@ out:
 	srdma_cm_unlock();
 	if (!ret)
 		ret = srdma_cm_complete(cid);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
@@ -489,11 +473,7 @@ SRDMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	srdma_cm_unlock();
 	if (!ret)
 		ret = srdma_cm_complete(cid);
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
@@ -552,11 +532,7 @@ SRDMA_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 		ret = -ENOSYS;
 	}
 	srdma_cm_unlock();
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT __be16 rdma_get_src_port(struct rdma_cm_id *id)

@@ -30,6 +30,7 @@
 #ifndef SRDMA_CM_INT_H
 #define SRDMA_CM_INT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -185,6 +186,16 @@ static inline struct cm_event *to_cm_event(struct rdma_cm_event *ev)
 	return container_of(ev, struct cm_event, ev);
 }
 
+/* The public convention of librdmacm: 0, or -1 with errno = -@ret. */
+static inline int srdma_cm_ret(int ret)
+{
+	if (ret) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}
+
 /* Take / release cm.lock (and reset the state in a forked child). */
 void srdma_cm_lock(void);
 void srdma_cm_unlock(void);
@@ -229,6 +240,12 @@ void srdma_cm_events_drop(struct cm_id *id);
  * waiting).
  */
 void srdma_cm_wait_events_acked(struct cm_id *id);
+
+/**
+ * srdma_cm_sync_event_done() - a sync id's stored id->event needs no
+ * further wait: ack and free it. Requires cm.lock.
+ */
+void srdma_cm_sync_event_done(struct cm_id *id);
 
 /**
  * srdma_cm_complete() - for a sync id: ack id->event, then wait for the

@@ -31,15 +31,6 @@
 /* ACK timeout used when the application set none: 4.096 us * 2^14. */
 #define DEFAULT_ACK_TIMEOUT 14
 
-static int cm_ret(int ret)
-{
-	if (ret) {
-		errno = -ret;
-		return -1;
-	}
-	return 0;
-}
-
 int srdma_cm_qp_attr(struct cm_id *id, struct ibv_qp_attr *attr, int *mask)
 {
 	enum ibv_qp_state state = attr->qp_state;
@@ -158,11 +149,11 @@ SRDMA_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 	int ret;
 
 	if (!id || !qp_attr || !qp_attr_mask)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	ret = srdma_cm_qp_attr(to_cm_id(id), qp_attr, qp_attr_mask);
 	srdma_cm_unlock();
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 /* The CQs and channels rdma_cm made for @id go. Requires cm.lock. */
@@ -249,7 +240,7 @@ SRDMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	int ret;
 
 	if (!id || !attr)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
 	srdma_cm_lock();
 	if (id->qp || !id->verbs) {
@@ -301,7 +292,7 @@ err_destroy_cqs:
 	destroy_cqs(id);
 out:
 	srdma_cm_unlock();
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
@@ -311,7 +302,7 @@ SRDMA_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 	int ret;
 
 	if (!qp_init_attr)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	memset(&attr_ex, 0, sizeof(attr_ex));
 	memcpy(&attr_ex, qp_init_attr, sizeof(*qp_init_attr));
 	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
@@ -341,7 +332,7 @@ SRDMA_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 	int ret = 0;
 
 	if (!id || !attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	if (!id->verbs || id->srq) {
 		ret = -EINVAL;
@@ -370,7 +361,7 @@ SRDMA_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 		id->pd = attr->pd;
 out:
 	srdma_cm_unlock();
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
@@ -380,7 +371,7 @@ SRDMA_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 	int ret;
 
 	if (!id || !attr)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	memset(&attr_ex, 0, sizeof(attr_ex));
 	attr_ex.srq_context = attr->srq_context;
 	attr_ex.attr = attr->attr;
@@ -438,7 +429,7 @@ SRDMA_EXPORT int rdma_create_ep(struct rdma_cm_id **id,
 	int ret;
 
 	if (!id || !res)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	if (rdma_create_id(NULL, &cm_id, NULL,
 			   (enum rdma_port_space)res->ai_port_space))
 		return -1;
@@ -469,7 +460,7 @@ SRDMA_EXPORT int rdma_create_ep(struct rdma_cm_id **id,
 
 err_destroy:
 	rdma_destroy_ep(cm_id);
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
 
 SRDMA_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
@@ -493,7 +484,7 @@ SRDMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 	int ret;
 
 	if (!listen || !id)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 	l = to_cm_id(listen);
 	srdma_cm_lock();
 	sync = l->sync;
@@ -502,7 +493,7 @@ SRDMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 		attr = *l->ep_qp_attr;
 	srdma_cm_unlock();
 	if (!sync)
-		return cm_ret(-EINVAL);
+		return srdma_cm_ret(-EINVAL);
 
 	if (rdma_get_cm_event(listen->channel, &event))
 		return -1;
@@ -524,5 +515,5 @@ SRDMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 
 err_ack:
 	rdma_ack_cm_event(event);
-	return cm_ret(ret);
+	return srdma_cm_ret(ret);
 }
