@@ -158,7 +158,11 @@ void srdma_cm_conn_connected(struct cm_id *id, int err)
 	srdma_dbg("id %p: TCP connect to the CM port failed (%d)%s",
 		  (void *)&id->id, err,
 		  err == -ECONNREFUSED ? ": nobody listens there" : "");
-	if (err == -ECONNREFUSED)
+	if (err == -ECONNREFUSED && id->id.qp_type == IBV_QPT_UD)
+		/* A SIDR_REQ nobody serves: SIDR_REP "unsupported". */
+		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_UNREACHABLE,
+				    SRDMA_CM_SIDR_UNSUPPORTED, NULL);
+	else if (err == -ECONNREFUSED)
 		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_REJECTED,
 				    SRDMA_CM_REJ_INVALID_SERVICE_ID, NULL);
 	else
@@ -169,6 +173,12 @@ void srdma_cm_conn_connected(struct cm_id *id, int err)
 
 void srdma_cm_conn_timeout(struct cm_id *id)
 {
+	if (id->state == CM_REQ_WAIT) {
+		srdma_dbg("id %p: no REQ within %d ms: dropped",
+			  (void *)&id->id, SRDMA_CM_CONNECT_TIMEOUT_MS);
+		srdma_cm_id_free(id);
+		return;
+	}
 	if (id->state == CM_CONNECTING || id->state == CM_REQ_SENT) {
 		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_UNREACHABLE,
 				    -ETIMEDOUT, NULL);
@@ -195,20 +205,36 @@ static uint8_t min_u8(uint8_t a, uint8_t b)
 	return a < b ? a : b;
 }
 
+void srdma_cm_conn_abandon(struct cm_id *id)
+{
+	struct srdma_cm_msg m = {0};
+	bool ud = id->id.qp_type == IBV_QPT_UD;
+
+	if (id->state != CM_REQ_RCVD || id->fd < 0)
+		return;
+	m.type = ud ? SRDMA_CM_SIDR_REP : SRDMA_CM_REJ;
+	m.reason = ud ? SRDMA_CM_SIDR_REJECT : SRDMA_CM_REJ_CONSUMER_DEFINED;
+	(void)srdma_cm_send(id, &m);
+}
+
 /* A REQ or SIDR_REQ reached hidden child @c. */
 static void input_req(struct cm_id *c, const struct srdma_cm_msg *m)
 {
 	struct cm_id *l = c->listener;
 	struct srdma_cm_msg rej = {0};
 	bool ud = c->id.qp_type == IBV_QPT_UD;
+	bool sidr = m->type == SRDMA_CM_SIDR_REQ;
 	socklen_t len;
 
 	if (!l || l->state != CM_LISTEN || m->port_space != l->id.ps ||
-	    (m->type == SRDMA_CM_SIDR_REQ) != ud || srdma_cm_id_attach(c)) {
-		/* No listener in that port space: what an IB CM answers. */
-		rej.type = ud ? SRDMA_CM_SIDR_REP : SRDMA_CM_REJ;
-		rej.reason = ud ? SRDMA_CM_SIDR_UNSUPPORTED
-				: SRDMA_CM_REJ_INVALID_SERVICE_ID;
+	    sidr != ud || srdma_cm_id_attach(c)) {
+		/*
+		 * No listener in that port space: what an IB CM answers, in
+		 * the form the request asked in.
+		 */
+		rej.type = sidr ? SRDMA_CM_SIDR_REP : SRDMA_CM_REJ;
+		rej.reason = sidr ? SRDMA_CM_SIDR_UNSUPPORTED
+				  : SRDMA_CM_REJ_INVALID_SERVICE_ID;
 		(void)srdma_cm_send(c, &rej);
 		srdma_cm_id_free(c);
 		return;
@@ -227,6 +253,9 @@ static void input_req(struct cm_id *c, const struct srdma_cm_msg *m)
 	c->conn.srq = !!(m->flags & SRDMA_CM_F_SRQ);
 	c->conn.flow_control = !!(m->flags & SRDMA_CM_F_FLOW_CONTROL);
 	c->state = CM_REQ_RCVD;
+	/* Reported on the listener's channel, wherever it is now. */
+	c->chan = l->chan;
+	c->id.channel = l->id.channel;
 	srdma_cm_event_post(c, l, RDMA_CM_EVENT_CONNECT_REQUEST, 0, m);
 }
 
@@ -601,8 +630,12 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		wait = true;
 		break;
 	case CM_DISCONNECTED:
-		/* The peer went first: our QP follows. */
+		/*
+		 * The peer went first: our QP follows, and a sync id still
+		 * collects the DISCONNECTED it has not consumed yet.
+		 */
 		srdma_cm_qp_error(cid);
+		wait = cid->sync && cid->events_queued;
 		break;
 	default:
 		ret = -EINVAL;

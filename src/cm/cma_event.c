@@ -222,21 +222,36 @@ static struct cm_event *channel_pop(struct cm_channel *chan)
 }
 
 /*
- * A sync listener's child gets its own private channel once its
- * CONNECT_REQUEST is retrieved, as the real library migrates it there.
+ * A CONNECT_REQUEST gives its child id a channel when it is retrieved: the
+ * channel it came from (as the kernel gives the new id the file that read
+ * the request), or, for a sync listener, a private channel of its own, as
+ * the real library migrates it there.
  */
-static int child_go_private(struct cm_event *ev)
+static int child_take_channel(struct cm_event *ev, struct cm_channel *from)
 {
 	struct cm_id *child = ev->owner;
+	struct cm_event *e, *next;
 	struct cm_channel *priv;
 	int ret;
 
-	if (ev->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST || child->sync ||
-	    !child->listener || !child->listener->sync)
+	if (ev->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST || child->sync)
 		return 0;
+	if (!child->listener || !child->listener->sync) {
+		child->chan = from;
+		child->id.channel = &from->ch;
+		return 0;
+	}
 	ret = srdma_cm_channel_new(true, &priv);
 	if (ret)
 		return ret;
+	/* Events the child got meanwhile (a vanished peer) follow it. */
+	for (e = from->head; e; e = next) {
+		next = e->next;
+		if (e->owner != child)
+			continue;
+		channel_unlink(e);
+		channel_push(priv, e);
+	}
 	child->chan = priv;
 	child->sync = true;
 	child->id.channel = &priv->ch;
@@ -254,7 +269,7 @@ static int channel_get(struct cm_channel *chan, struct cm_event **out)
 		srdma_cm_lock();
 		ev = channel_pop(chan);
 		if (ev) {
-			ret = child_go_private(ev);
+			ret = child_take_channel(ev, chan);
 			srdma_cm_unlock();
 			if (ret)
 				srdma_err("CONNECT_REQUEST for sync listener: "
@@ -407,10 +422,13 @@ SRDMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	srdma_cm_lock();
 	from = cid->chan;
 	srdma_cm_sync_event_done(cid);
-	/* Queued events of this id follow it, in order. */
+	/*
+	 * Queued events of this id follow it, in order, and so do the
+	 * connection requests of a listener (reported on its channel).
+	 */
 	for (ev = from->head; ev; ev = next) {
 		next = ev->next;
-		if (ev->owner != cid)
+		if (ev->owner != cid && ev->ev.listen_id != id)
 			continue;
 		channel_unlink(ev);
 		channel_push(to, ev);

@@ -205,6 +205,7 @@ static void drop_unreported_children(struct cm_id *listener)
 		if (c->state == CM_REQ_WAIT ||
 		    (c->events_queued && !c->events_out &&
 		     c->state == CM_REQ_RCVD)) {
+			srdma_cm_conn_abandon(c);
 			srdma_cm_id_free(c);
 			continue;
 		}
@@ -224,7 +225,8 @@ SRDMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	srdma_cm_lock();
 	cid->destroying = true;
 	srdma_cm_sync_event_done(cid);
-	/* The peer learns from the closed socket. */
+	/* The peer learns from a REJ or from the closed socket. */
+	srdma_cm_conn_abandon(cid);
 	srdma_cm_loop_close(cid);
 	srdma_cm_events_drop(cid);
 	if (cid->state == CM_LISTEN || cid->state == CM_BOUND)
@@ -256,6 +258,49 @@ static bool sa_is_any(const struct sockaddr *sa)
 		&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
+static in_port_t sa_port(const struct sockaddr *sa)
+{
+	return ((const struct sockaddr_in *)sa)->sin_port; /* = sin6_port */
+}
+
+static bool sa_same_addr(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return IN6_ARE_ADDR_EQUAL(&((const struct sockaddr_in6 *)a)->sin6_addr,
+				  &((const struct sockaddr_in6 *)b)->sin6_addr);
+}
+
+/*
+ * Every socket has SO_REUSEADDR (a restarted server must not wait out
+ * TIME_WAIT), which would let two bound, not yet listening sockets share
+ * a port. rdma_cm reserves a port at bind, so ids of this process check
+ * each other here, honouring RDMA_OPTION_ID_REUSEADDR on both.
+ */
+static bool port_taken(const struct cm_id *self, const struct sockaddr *addr)
+{
+	const struct cm_id *o;
+
+	if (!sa_port(addr))
+		return false;
+	for (o = cm.ids; o; o = o->next) {
+		const struct sockaddr *oa = &o->id.route.addr.src_addr;
+
+		if (o == self || o->child || o->fd < 0 ||
+		    sa_port(oa) != sa_port(addr))
+			continue;
+		if ((self->reuseaddr && o->reuseaddr) ||
+		    (oa->sa_family == addr->sa_family && !sa_is_any(oa) &&
+		     !sa_is_any(addr) && !sa_same_addr(oa, addr)))
+			continue;
+		return true;
+	}
+	return false;
+}
+
 /* Create and bind @id's TCP socket to @addr. Requires cm.lock. */
 static int id_bind_socket(struct cm_id *id, const struct sockaddr *addr)
 {
@@ -265,6 +310,8 @@ static int id_bind_socket(struct cm_id *id, const struct sockaddr *addr)
 
 	if (!len)
 		return -EAFNOSUPPORT;
+	if (port_taken(id, addr))
+		return -EADDRINUSE;
 	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
 		    0);
 	if (fd < 0)

@@ -125,6 +125,7 @@ struct cm_id {
 	int fd;			/* TCP socket or -1 */
 	bool in_epoll;		/* fd registered with the loop */
 	struct cm_id *listener; /* passive children: their listener */
+	bool child;		/* immutable: made by a listener */
 	struct cm_device *dev;	/* attached device or NULL */
 	struct cm_conn conn;
 	uint64_t deadline_ms; /* CLOCK_MONOTONIC ms, 0 = none */
@@ -322,6 +323,13 @@ void srdma_cm_conn_lost(struct cm_id *id, int err);
  * (@err 0) or failed. Sends the REQ or posts the failure. Requires cm.lock.
  */
 void srdma_cm_conn_connected(struct cm_id *id, int err);
+
+/**
+ * srdma_cm_conn_abandon() - @id is destroyed with a connection request
+ * it never answered: reject it, as an IB CM does (REJ reason 28, or
+ * SIDR_REP "reject" for UD). Requires cm.lock.
+ */
+void srdma_cm_conn_abandon(struct cm_id *id);
 
 /* @id's deadline passed. Requires cm.lock. */
 void srdma_cm_conn_timeout(struct cm_id *id);

@@ -81,7 +81,11 @@ static void loop_accept(struct cm_id *l)
 		child->id.channel = l->id.channel;
 		child->fd = fd;
 		child->listener = l;
+		child->child = true;
 		child->state = CM_REQ_WAIT;
+		/* A connection that never sends its REQ is dropped. */
+		child->deadline_ms =
+			srdma_cm_now_ms() + SRDMA_CM_CONNECT_TIMEOUT_MS;
 		child->ack_timeout = l->ack_timeout;
 		child->ack_timeout_set = l->ack_timeout_set;
 		child->tos = l->tos;
@@ -296,6 +300,11 @@ void srdma_cm_loop_close(struct cm_id *id)
 	if (id->in_epoll)
 		(void)epoll_ctl(cm.epfd, EPOLL_CTL_DEL, id->fd, NULL);
 	id->in_epoll = false;
+	/*
+	 * shutdown() first: a fork()ed child may hold a copy of the fd, and
+	 * the peer must still see the end (a listener stops listening).
+	 */
+	(void)shutdown(id->fd, SHUT_RDWR);
 	close(id->fd);
 	id->fd = -1;
 	id->rx_len = 0;
