@@ -391,6 +391,21 @@ static int check_param(struct cm_id *id, const struct rdma_conn_param *p,
 	return 0;
 }
 
+/*
+ * What connect and accept both take from a conn_param: the depths (0xff
+ * keeps the negotiated or device maximum), the RNR retry count we announce
+ * to the peer, flow control.
+ */
+static void take_param(struct cm_conn *c, const struct rdma_conn_param *p)
+{
+	if (p->responder_resources != RDMA_MAX_RESP_RES)
+		c->resp_res = p->responder_resources;
+	if (p->initiator_depth != RDMA_MAX_INIT_DEPTH)
+		c->init_depth = p->initiator_depth;
+	c->peer_rnr_retry = p->rnr_retry_count & 7;
+	c->flow_control = p->flow_control;
+}
+
 SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			      struct rdma_conn_param *param)
 {
@@ -421,13 +436,8 @@ SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	c->qkey = RDMA_UDP_QKEY;
 	c->srq = !!id->srq;
 	if (param) {
-		if (param->responder_resources != RDMA_MAX_RESP_RES)
-			c->resp_res = param->responder_resources;
-		if (param->initiator_depth != RDMA_MAX_INIT_DEPTH)
-			c->init_depth = param->initiator_depth;
+		take_param(c, param);
 		c->retry_count = param->retry_count & 7;
-		c->peer_rnr_retry = param->rnr_retry_count & 7;
-		c->flow_control = param->flow_control;
 		c->srq |= !!param->srq;
 		c->pdata_len = param->private_data_len;
 		if (c->pdata_len)
@@ -509,12 +519,7 @@ SRDMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	c->psn = random_psn();
 	c->peer_rnr_retry = 0;
 	if (param) {
-		if (param->responder_resources != RDMA_MAX_RESP_RES)
-			c->resp_res = param->responder_resources;
-		if (param->initiator_depth != RDMA_MAX_INIT_DEPTH)
-			c->init_depth = param->initiator_depth;
-		c->peer_rnr_retry = param->rnr_retry_count & 7;
-		c->flow_control = param->flow_control;
+		take_param(c, param);
 		m.pdata_len = param->private_data_len;
 		if (m.pdata_len)
 			memcpy(m.pdata, param->private_data, m.pdata_len);
