@@ -85,11 +85,8 @@ static void conn_finish(struct cm_id *id, enum cm_state state)
 
 static void post_disconnected(struct cm_id *id)
 {
-	if (!id->disc_reported) {
-		id->disc_reported = true;
-		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, 0,
-				    NULL);
-	}
+	/* Callers are connected states: DISCONNECTED is reported once. */
+	srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
 	conn_finish(id, CM_DISCONNECTED);
 }
 
@@ -193,7 +190,6 @@ static void peer_from_msg(struct cm_id *id, const struct srdma_cm_msg *m)
 	c->peer_known = true;
 	c->peer_qpn = m->qpn;
 	c->peer_psn = m->psn;
-	c->peer_qkey = m->qkey;
 	c->peer_lid = m->lid;
 	c->peer_mtu = m->mtu;
 	memcpy(c->peer_gid.raw, m->gid, sizeof(m->gid));
@@ -433,7 +429,6 @@ SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	c->init_depth = cid->dev->max_init_depth;
 	c->retry_count = 7;
 	c->peer_rnr_retry = 7;
-	c->qkey = RDMA_UDP_QKEY;
 	c->srq = !!id->srq;
 	if (param) {
 		take_param(c, param);
@@ -620,13 +615,11 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	srdma_cm_lock();
 	switch (cid->state) {
 	case CM_ESTABLISHED:
-		srdma_cm_qp_error(cid);
-		if (id->qp_type == IBV_QPT_UD)
-			break;
-		/* fall through */
 	case CM_REP_SENT:
 	case CM_REP_RCVD:
 		srdma_cm_qp_error(cid);
+		if (id->qp_type == IBV_QPT_UD)
+			break; /* SIDR left no connection to close */
 		if (srdma_cm_send(cid, &m)) {
 			post_disconnected(cid);
 		} else {

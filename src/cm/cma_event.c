@@ -98,7 +98,36 @@ static void channel_unlink(struct cm_event *ev)
 	while (*chan->tail)
 		chan->tail = &(*chan->tail)->next;
 	ev->chan = NULL;
+	ev->next = NULL;
 	channel_sync_fd(chan);
+}
+
+/* Unqueue and free @ev, which the application never saw. cm.lock. */
+static void event_discard(struct cm_event *ev)
+{
+	channel_unlink(ev);
+	ev->owner->events_queued--;
+	free(ev);
+}
+
+/*
+ * Move the events queued on @from for @id to @to, in order; with
+ * @requests also the CONNECT_REQUESTs @id reported as a listener.
+ * Requires cm.lock.
+ */
+static void channel_move(struct cm_channel *from, struct cm_channel *to,
+			 struct cm_id *id, bool requests)
+{
+	struct cm_event *ev, *next;
+
+	for (ev = from->head; ev; ev = next) {
+		next = ev->next;
+		if (ev->owner != id &&
+		    !(requests && ev->ev.listen_id == &id->id))
+			continue;
+		channel_unlink(ev);
+		channel_push(to, ev);
+	}
 }
 
 static void fill_conn_param(struct cm_event *ev, const struct srdma_cm_msg *m,
@@ -130,10 +159,8 @@ static void fill_ud_param(struct cm_event *ev, struct cm_id *id,
 	p->qp_num = m->qpn;
 	p->qkey = m->qkey;
 	p->ah_attr.dlid = m->lid;
+	/* sl, rate and is_global stay 0: same IB subnet, no GRH. */
 	p->ah_attr.port_num = id->id.port_num ? id->id.port_num : 1;
-	p->ah_attr.static_rate = 0;
-	p->ah_attr.sl = 0;
-	p->ah_attr.is_global = 0;
 }
 
 void srdma_cm_event_post(struct cm_id *id, struct cm_id *listen,
@@ -181,11 +208,8 @@ void srdma_cm_events_drop(struct cm_id *id)
 			continue;
 		for (ev = chans[i]->head; ev; ev = next) {
 			next = ev->next;
-			if (ev->owner != id)
-				continue;
-			channel_unlink(ev);
-			id->events_queued--;
-			free(ev);
+			if (ev->owner == id)
+				event_discard(ev);
 		}
 	}
 }
@@ -210,12 +234,7 @@ static struct cm_event *channel_pop(struct cm_channel *chan)
 
 	if (!ev)
 		return NULL;
-	chan->head = ev->next;
-	if (!chan->head)
-		chan->tail = &chan->head;
-	ev->chan = NULL;
-	ev->next = NULL;
-	channel_sync_fd(chan);
+	channel_unlink(ev);
 	ev->owner->events_queued--;
 	ev->owner->events_out++;
 	return ev;
@@ -230,7 +249,6 @@ static struct cm_event *channel_pop(struct cm_channel *chan)
 static int child_take_channel(struct cm_event *ev, struct cm_channel *from)
 {
 	struct cm_id *child = ev->owner;
-	struct cm_event *e, *next;
 	struct cm_channel *priv;
 	int ret;
 
@@ -245,13 +263,7 @@ static int child_take_channel(struct cm_event *ev, struct cm_channel *from)
 	if (ret)
 		return ret;
 	/* Events the child got meanwhile (a vanished peer) follow it. */
-	for (e = from->head; e; e = next) {
-		next = e->next;
-		if (e->owner != child)
-			continue;
-		channel_unlink(e);
-		channel_push(priv, e);
-	}
+	channel_move(from, priv, child, false);
 	child->chan = priv;
 	child->sync = true;
 	child->id.channel = &priv->ch;
@@ -344,7 +356,6 @@ SRDMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 SRDMA_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct cm_channel *chan;
-	struct cm_event *ev;
 
 	if (!channel)
 		return;
@@ -352,11 +363,8 @@ SRDMA_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	/* Events still queued belong to ids the application must destroy
 	 * first; the real library frees the channel regardless. */
 	srdma_cm_lock();
-	while ((ev = chan->head)) {
-		channel_unlink(ev);
-		ev->owner->events_queued--;
-		free(ev);
-	}
+	while (chan->head)
+		event_discard(chan->head);
 	srdma_cm_unlock();
 	srdma_cm_channel_free(chan);
 }
@@ -395,7 +403,6 @@ SRDMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 {
 	struct cm_channel *to, *from;
 	struct cm_id *cid;
-	struct cm_event *ev, *next;
 	bool sync = false;
 	int ret;
 
@@ -426,13 +433,7 @@ SRDMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 	 * Queued events of this id follow it, in order, and so do the
 	 * connection requests of a listener (reported on its channel).
 	 */
-	for (ev = from->head; ev; ev = next) {
-		next = ev->next;
-		if (ev->owner != cid && ev->ev.listen_id != id)
-			continue;
-		channel_unlink(ev);
-		channel_push(to, ev);
-	}
+	channel_move(from, to, cid, true);
 	cid->chan = to;
 	id->channel = &to->ch;
 	/* Events already retrieved must be acked on the old channel first. */

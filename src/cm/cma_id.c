@@ -223,7 +223,6 @@ SRDMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	}
 	cid = to_cm_id(id);
 	srdma_cm_lock();
-	cid->destroying = true;
 	srdma_cm_sync_event_done(cid);
 	/* The peer learns from a REJ or from the closed socket. */
 	srdma_cm_conn_abandon(cid);

@@ -92,11 +92,9 @@ struct cm_conn {
 	uint8_t peer_rnr_retry; /* what we announced to the peer */
 	uint8_t srq;
 	uint8_t flow_control;
-	uint32_t qkey;	 /* UD: our Q_Key */
 	bool peer_known; /* fields below are valid */
 	uint32_t peer_qpn;
 	uint32_t peer_psn;
-	uint32_t peer_qkey;
 	uint16_t peer_lid;
 	uint8_t peer_mtu;
 	union ibv_gid peer_gid;
@@ -134,14 +132,11 @@ struct cm_id {
 	uint8_t tos;
 	int reuseaddr;
 	int afonly;
-	bool disc_reported;	/* DISCONNECTED queued once */
-	uint32_t events_out;	/* retrieved and not yet acked */
-	uint32_t events_queued; /* queued on chan, not retrieved */
-	bool destroying;
+	uint32_t events_out;	     /* retrieved and not yet acked */
+	uint32_t events_queued;	     /* queued on chan, not retrieved */
 	struct ibv_sa_path_rec path; /* route.path_rec points here */
 	/* rdma_create_ep passive side: what rdma_get_request creates. */
 	struct ibv_qp_init_attr *ep_qp_attr;
-	struct ibv_pd *ep_pd;
 	/* Stream reassembly of received messages. */
 	uint8_t rx[SRDMA_CM_MSG_MAX];
 	size_t rx_len;

@@ -407,7 +407,6 @@ static int passive_ep(struct rdma_cm_id *id, struct rdma_addrinfo *res,
 	srdma_cm_lock();
 	if (pd)
 		id->pd = pd;
-	cid->ep_pd = pd;
 	if (qp_init_attr) {
 		cid->ep_qp_attr = malloc(sizeof(*qp_init_attr));
 		if (!cid->ep_qp_attr) {
@@ -505,7 +504,7 @@ SRDMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 		ret = -EINVAL;
 		goto err_ack;
 	}
-	if (has_attr && rdma_create_qp(event->id, l->ep_pd, &attr)) {
+	if (has_attr && rdma_create_qp(event->id, listen->pd, &attr)) {
 		ret = -errno;
 		goto err_ack;
 	}
