@@ -12,7 +12,8 @@
 # Every test gets its own TCP port (counted up from 18600; bench/ uses
 # 18700-18703), so `ctest -j` can run them side by side. A program that
 # cannot be told its port (udaddy: 7174) takes a RESOURCE_LOCK on it
-# instead. No -g for the ibverbs clients: the port is InfiniBand with LID
+# instead, and run_pair.sh --fixed-port runs it in a private network
+# namespace where it may, so no other run on this host can hold that port. No -g for the ibverbs clients: the port is InfiniBand with LID
 # addressing, which is what they use without a GID index. The rdma_cm
 # servers bind 127.0.0.1 where they have an option for it.
 # Included by tests/CMakeLists.txt, which defines srdma_test_env().

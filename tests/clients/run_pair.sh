@@ -23,7 +23,11 @@
 #   --fixed-port       the program cannot be told a port (udaddy): PORT is
 #                      its built-in one, used only to wait for the listener.
 #                      Otherwise `-p PORT` is appended to both commands, so
-#                      parallel tests need distinct ports.
+#                      parallel tests need distinct ports. Where unshare(1)
+#                      is permitted (root), the pair runs in a private
+#                      network namespace with only lo up, so the fixed port
+#                      cannot collide with another run or a service on
+#                      this host; elsewhere in the host's.
 #
 # Steps: refuse a PORT something already listens on (a stale server would
 # answer our client); start the server in the background; poll `ss -ltn`
@@ -84,6 +88,7 @@ die()
 	exit 2
 }
 
+orig_args=("$@")
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) timeout=${2:?}; shift 2 ;;
@@ -97,6 +102,12 @@ done
 	"| [@server PROGRAM [ARGS...]] @client PROGRAM [ARGS...]"
 kind=$1 port=$2 srdma=$3
 shift 3
+if [ -n "$fixed_port" ] && [ -z "${SRDMA_PAIR_NETNS:-}" ] &&
+	command -v unshare >/dev/null && unshare --net true 2>/dev/null; then
+	export SRDMA_PAIR_NETNS=1
+	exec unshare --net -- "$BASH" -c 'ip link set lo up && exec "$@"' \
+		run_pair "$BASH" "$0" "${orig_args[@]}"
+fi
 case $kind in
 pingpong | bw | lat | rping | cm | refused) ;;
 *) die "unknown KIND '$kind'" ;;
