@@ -230,8 +230,9 @@ int srdma_key_remote_invalidate(const struct srdma_key_view *v, uint32_t key,
 		return r;
 	e = &v->ent[slot];
 	srdma_key_write_begin(e);
-	if (atomic_load(&e->key) == key && e->kind == SRDMA_KIND_MW2)
-		e->state = SRDMA_KEY_INVALID;
+	if (atomic_load(&e->key) == key &&
+	    SRDMA_KEY_GET(e, kind) == SRDMA_KIND_MW2)
+		SRDMA_KEY_PUT(e, state, SRDMA_KEY_INVALID);
 	srdma_key_write_end(e);
 	/* Accesses through the window that began before: let them end. */
 	while (atomic_load(&e->inflight) && ++spins < (1u << 20))
@@ -250,7 +251,7 @@ void srdma_key_write_end(struct srdma_shm_key *e)
 void srdma_key_set_state(struct srdma_shm_key *e, uint8_t state)
 {
 	srdma_key_write_begin(e);
-	e->state = state;
+	SRDMA_KEY_PUT(e, state, state);
 	srdma_key_write_end(e);
 }
 
@@ -260,6 +261,7 @@ void srdma_kt_release(struct srdma_key_table *kt, uint32_t slot)
 	srdma_kt_free(kt, slot);
 }
 
+/* Relaxed loads: see SRDMA_KEY_PUT in key_table.h. */
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /* A writer holds seq odd for a few stores; a writer that died mid-update

@@ -38,6 +38,21 @@ struct srdma_key_view {
 	uint32_t nslots, mul_inv, xor;
 };
 
+/*
+ * Every store to a seqlock-protected field of an entry (all but seq, key
+ * and inflight, which are _Atomic) goes through SRDMA_KEY_PUT, inside
+ * srdma_key_write_begin()/_end(). It is a relaxed atomic store: readers in
+ * srdma_key_snapshot() load the same fields with relaxed atomics while a
+ * write may be in progress and discard what they read if seq moved, so a
+ * plain store would be a data race (C11, and TSan says so); the ordering
+ * comes from the seq accesses and fences, not from these. SRDMA_KEY_GET is
+ * the matching load, for a writer that reads a field outside a snapshot
+ * (another process may be writing it: SEND_WITH_INV).
+ */
+#define SRDMA_KEY_PUT(e, field, v)                                             \
+	__atomic_store_n(&(e)->field, (v), __ATOMIC_RELAXED)
+#define SRDMA_KEY_GET(e, field) __atomic_load_n(&(e)->field, __ATOMIC_RELAXED)
+
 /* A consistent copy of one entry. */
 struct srdma_key_snap {
 	uint32_t seq, key;

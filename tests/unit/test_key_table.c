@@ -36,13 +36,13 @@ static void set_entry(struct srdma_shm_key *e, uint32_t key, uint8_t kind,
 		      uint64_t iova, uint64_t len)
 {
 	srdma_key_write_begin(e);
-	e->kind = kind;
-	e->state = state;
-	e->access = access;
-	e->pd_handle = pd;
-	e->iova = iova;
-	e->length = len;
-	e->host_addr = 0x1000;
+	SRDMA_KEY_PUT(e, kind, kind);
+	SRDMA_KEY_PUT(e, state, state);
+	SRDMA_KEY_PUT(e, access, access);
+	SRDMA_KEY_PUT(e, pd_handle, pd);
+	SRDMA_KEY_PUT(e, iova, iova);
+	SRDMA_KEY_PUT(e, length, len);
+	SRDMA_KEY_PUT(e, host_addr, 0x1000);
 	atomic_store(&e->key, key);
 	srdma_key_write_end(e);
 }
@@ -119,8 +119,10 @@ static void test_key_table_stale_tag_misses(void **state)
 		for (slot2 = 0; slot2 < 4; slot2++)
 			if (kt.used[0] & (1ull << slot2) &&
 			    atomic_load(&ent[slot2].key) &&
-			    ent[slot2].state == SRDMA_KEY_VALID) {
-				ent[slot2].state = SRDMA_KEY_FREE;
+			    SRDMA_KEY_GET(&ent[slot2], state) ==
+				    SRDMA_KEY_VALID) {
+				srdma_key_set_state(&ent[slot2],
+						    SRDMA_KEY_FREE);
 				srdma_kt_free(&kt, slot2);
 			}
 	}
@@ -267,7 +269,7 @@ static void test_key_drain_waits_for_inflight_access(void **state)
 	while (!atomic_load(&a.acquired))
 		;
 	srdma_key_write_begin(&ent[slot]);
-	ent[slot].state = SRDMA_KEY_INVALID;
+	SRDMA_KEY_PUT(&ent[slot], state, SRDMA_KEY_INVALID);
 	srdma_key_write_end(&ent[slot]);
 	/* New accesses fail at once ... */
 	assert_int_equal(srdma_key_acquire(&v, key, BIT(SRDMA_KIND_MR), 1, 0,
