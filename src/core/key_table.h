@@ -69,7 +69,7 @@ struct srdma_key_snap {
 /* Why a key check failed, in the fixed order of the checks. */
 enum srdma_key_fail {
 	SRDMA_KCHK_OK = 0,
-	SRDMA_KCHK_NOKEY,	/* index names no slot, or tag mismatch */
+	SRDMA_KCHK_NOKEY,	/* index 0, or not the key stored in its slot */
 	SRDMA_KCHK_KIND,	/* MW key used as lkey, or vice versa */
 	SRDMA_KCHK_PD,		/* object in another PD */
 	SRDMA_KCHK_STATE,	/* deregistered / invalidated / unbound */
