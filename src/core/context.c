@@ -88,9 +88,8 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 			    SRDMA_KEY_SLOTS);
 	if (ret)
 		goto err_detach;
-	ctx->host.seg->key_mul = ctx->kt.mul;
-	ctx->host.seg->key_mul_inv = ctx->kt.mul_inv;
-	ctx->host.seg->key_xor = ctx->kt.xor;
+	ctx->host.seg->key_secret[0] = ctx->kt.secret[0];
+	ctx->host.seg->key_secret[1] = ctx->kt.secret[1];
 
 	ret = srdma_fifo_open(ctx, "async", 0, ctx->async_path,
 			      sizeof(ctx->async_path));

@@ -209,17 +209,17 @@ static void mr_publish_entry(struct srdma_mr *mr, uint8_t state)
 	struct srdma_shm_key *e = &ctx->kt.ent[mr->slot];
 
 	srdma_key_write_begin(e);
-	e->kind = SRDMA_KIND_MR;
-	e->state = state;
-	e->flags = (uint16_t)(mr->flags & SRDMA_MRF_KEY_MASK);
-	e->access = mr->access & ACC_RECORDED;
-	e->pd_handle = mr->pd->ibpd.handle;
-	e->bind_qpn = 0;
-	e->iova = mr->iova;
-	e->length = mr->length;
-	e->host_addr = mr->host_addr;
-	e->mr_slot = mr->slot;
-	e->req_length = mr->ibmr.length;
+	SRDMA_KEY_PUT(e, kind, SRDMA_KIND_MR);
+	SRDMA_KEY_PUT(e, state, state);
+	SRDMA_KEY_PUT(e, flags, (uint16_t)(mr->flags & SRDMA_MRF_KEY_MASK));
+	SRDMA_KEY_PUT(e, access, mr->access & ACC_RECORDED);
+	SRDMA_KEY_PUT(e, pd_handle, mr->pd->ibpd.handle);
+	SRDMA_KEY_PUT(e, bind_qpn, 0);
+	SRDMA_KEY_PUT(e, iova, mr->iova);
+	SRDMA_KEY_PUT(e, length, mr->length);
+	SRDMA_KEY_PUT(e, host_addr, mr->host_addr);
+	SRDMA_KEY_PUT(e, mr_slot, mr->slot);
+	SRDMA_KEY_PUT(e, req_length, mr->ibmr.length);
 	atomic_store_explicit(&e->key, mr->ibmr.lkey, memory_order_relaxed);
 	srdma_key_write_end(e);
 }

@@ -49,8 +49,8 @@ static void peer_init_common(struct srdma_peer *p)
 	p->async_fd = -1;
 	p->kv.ent = srdma_seg_keys(p->seg);
 	p->kv.nslots = p->seg->key_slots;
-	p->kv.mul_inv = p->seg->key_mul_inv;
-	p->kv.xor = p->seg->key_xor;
+	p->kv.secret[0] = p->seg->key_secret[0];
+	p->kv.secret[1] = p->seg->key_secret[1];
 }
 
 bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p)

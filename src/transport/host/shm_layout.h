@@ -20,9 +20,11 @@
  *                     marks can be cleared by whoever drains), and since
  *                     version 2 its data-path objects: CQ, QP and SRQ tables,
  *                     an async event ring and a ring arena holding CQ rings
- *                     and receive queues. Initiators in other processes
- *                     consume receive WQEs and post CQEs here themselves
- *                     (target passivity).
+ *                     and receive queues; since version 3 the key table's
+ *                     index -> slot map is keyed by a 128-bit secret
+ *                     instead of an affine scramble. Initiators in other
+ *                     processes consume receive WQEs and post CQEs here
+ *                     themselves (target passivity).
  *   chan.<lid>.<pid>.<n>, async.<lid>.<pid>
  *                     FIFOs: one byte per wake-up of a completion channel /
  *                     of the context's async event fd. The owner holds the
@@ -38,6 +40,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SRDMA_REG_MAGIC 0x47445253u	/* "SRDG" */
@@ -46,7 +49,7 @@
 #define SRDMA_QPN_SHIFT 14		/* 16383 QPNs per context */
 
 #define SRDMA_SEG_MAGIC 0x53445253u	/* "SRDS" */
-#define SRDMA_SEG_VERSION 2
+#define SRDMA_SEG_VERSION 3
 
 /* Registry entry states. */
 enum {
@@ -160,10 +163,11 @@ struct srdma_seg_hdr {
 	uint64_t key_off;		/* offset of the key table; immutable */
 	uint32_t key_slots;		/* entries in the key table; immutable */
 	uint32_t key_entry_size;	/* sizeof(struct srdma_shm_key) */
-	uint32_t key_mul;		/* index scramble (odd), see key_table.c */
-	uint32_t key_mul_inv;		/* key_mul^-1 mod 2^24 */
-	uint32_t key_xor;		/* index scramble xor, 24 bits */
-	uint32_t reserved0;
+	/* version 3: SipHash-2-4 key of the map key index -> slot
+	 * (key_table.c). A secret: it lets any process that reads it check
+	 * keys of this context locally, so it never leaves the host (the
+	 * network transport must not put it on the wire). Immutable. */
+	uint64_t key_secret[2];
 	uint64_t acc_off;		/* offset of the access records */
 	uint32_t acc_count;		/* SRDMA_SEG_ACCESS_RECORDS */
 	uint32_t acc_entry_size;	/* sizeof(struct srdma_shm_access) */
@@ -187,6 +191,9 @@ struct srdma_seg_hdr {
 	uint64_t reserved[5];
 };
 static_assert(sizeof(struct srdma_seg_hdr) == 256, "segment header is ABI");
+static_assert(offsetof(struct srdma_seg_hdr, key_secret) == 80 &&
+		      offsetof(struct srdma_seg_hdr, acc_off) == 96,
+	      "segment header key fields are ABI");
 
 
 /* ---- version 2: data-path objects -------------------------------------- */
