@@ -5,10 +5,10 @@
  *
  * A forked server lowers RLIMIT_NOFILE, listens on 127.0.0.1 (ephemeral
  * port) and fills its fd table up to the limit. The test process then
- * connects. accept() in the server's CM thread fails with EMFILE while the
- * connection stays queued, so a level-triggered listener would keep
- * epoll_wait returning at once. The server measures its own CPU time
- * (getrusage, all threads) over one second of wall time while the
+ * connects, to an RC and to a UD listener. accept() in the server's CM thread
+ * fails with EMFILE while the connection stays queued, so a level-triggered
+ * listener would keep epoll_wait returning at once. The server measures its own
+ * CPU time (getrusage, all threads) over one second of wall time while the
  * connection is pending; it must stay well under a CPU, and the client
  * must get a prompt, clean failure (REJECTED or UNREACHABLE, not the 20 s
  * connect timeout). Then the server frees its fds and a new client must
@@ -35,7 +35,8 @@ enum {
 };
 
 struct srv_report {
-	int port;
+	int port;     /* RC (PS_TCP) listener */
+	int uport;    /* UD (PS_UDP) listener */
 	int filled;   /* fds opened to reach the limit */
 	long cpu_us;  /* CPU time over the measurement */
 	long wall_us; /* its wall time */
@@ -67,7 +68,7 @@ static int server(int ctl)
 {
 	struct sockaddr_in sin = cm_lo(0);
 	struct rdma_event_channel *ch;
-	struct rdma_cm_id *l, *c = NULL;
+	struct rdma_cm_id *l, *lu, *c = NULL;
 	struct rdma_cm_event *ev;
 	struct srv_report rep = {0};
 	struct rlimit rl;
@@ -82,6 +83,11 @@ static int server(int ctl)
 		   cm_errname(errno));
 	CM_REQUIRE(!rdma_listen(l, 16), "listen: %s", cm_errname(errno));
 	rep.port = ntohs(rdma_get_src_port(l));
+	CM_REQUIRE(!rdma_create_id(ch, &lu, NULL, RDMA_PS_UDP), "create id");
+	CM_REQUIRE(!rdma_bind_addr(lu, (struct sockaddr *)&sin), "bind: %s",
+		   cm_errname(errno));
+	CM_REQUIRE(!rdma_listen(lu, 16), "listen: %s", cm_errname(errno));
+	rep.uport = ntohs(rdma_get_src_port(lu));
 
 	/* Run out of fds: lower the limit, then take every one left. */
 	CM_REQUIRE(!getrlimit(RLIMIT_NOFILE, &rl), "getrlimit");
@@ -96,7 +102,7 @@ static int server(int ctl)
 	rep.filled = nfd;
 
 	CM_REQUIRE(!cm_send_byte(ctl, MSG_FULL) &&
-			   !cm_write_all(ctl, &rep.port, sizeof(rep.port)),
+			   !cm_write_all(ctl, &rep, sizeof(rep)),
 		   "ctl");
 	CM_REQUIRE(cm_recv_byte(ctl, 10000) == MSG_MEASURE, "ctl measure");
 	/* Let the connection reach the backlog and the CM thread react. */
@@ -145,17 +151,18 @@ static int server(int ctl)
 	CM_REQUIRE(cm_recv_byte(ctl, 20000) == MSG_DONE, "ctl done");
 	rdma_destroy_qp(c);
 	rdma_destroy_id(c);
+	rdma_destroy_id(lu);
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(ch);
 	return 0;
 }
 
 /* A resolved active id with a QP towards @port, on @d (client side). */
-static void client_prepare(struct cm_duo *d, int port)
+static void client_prepare(struct cm_duo *d, int port, enum rdma_port_space ps)
 {
 	memset(d, 0, sizeof(*d));
 	d->port = port;
-	d->ps = RDMA_PS_TCP;
+	d->ps = ps;
 	cm_duo_resolve(d);
 	cm_create_qp(d->act);
 }
@@ -172,9 +179,10 @@ static void test_cm_fdlimit_listener_backs_off(void **state)
 	struct srv_report rep;
 	struct rdma_conn_param cp;
 	struct rdma_cm_event *ev;
-	struct cm_duo d;
+	struct cm_duo d, du;
 	int ctl[2], st = 0, event = -1, status = 0, pct;
-	uint64_t t0, ev_ms = 0;
+	int uevent = -1, ustatus = 0;
+	uint64_t t0, ev_ms = 0, uev_ms = 0;
 	pid_t pid;
 
 	(void)state;
@@ -192,18 +200,26 @@ static void test_cm_fdlimit_listener_backs_off(void **state)
 	close(ctl[0]);
 
 	assert_int_equal(cm_recv_byte(ctl[1], 20000), MSG_FULL);
-	assert_int_equal(cm_read_all(ctl[1], &rep.port, sizeof(rep.port), 5000),
-			 0);
+	assert_int_equal(cm_read_all(ctl[1], &rep, sizeof(rep), 5000), 0);
 
-	client_prepare(&d, rep.port);
-	assert_int_equal(rdma_connect(d.act, NULL), 0);
+	client_prepare(&d, rep.port, RDMA_PS_TCP);
+	client_prepare(&du, rep.uport, RDMA_PS_UDP);
 	t0 = cm_now_ms();
+	assert_int_equal(rdma_connect(d.act, NULL), 0);
+	assert_int_equal(rdma_connect(du.act, NULL), 0);
 	assert_int_equal(cm_send_byte(ctl[1], MSG_MEASURE), 0);
 	ev = cm_wait_event(d.ach, CLIENT_EV_MS);
 	if (ev) {
 		ev_ms = cm_now_ms() - t0;
 		event = ev->event;
 		status = ev->status;
+		rdma_ack_cm_event(ev);
+	}
+	ev = cm_wait_event(du.ach, CLIENT_EV_MS);
+	if (ev) {
+		uev_ms = cm_now_ms() - t0;
+		uevent = ev->event;
+		ustatus = ev->status;
 		rdma_ack_cm_event(ev);
 	}
 	assert_int_equal(cm_read_all(ctl[1], &rep, sizeof(rep), 20000), 0);
@@ -214,6 +230,10 @@ static void test_cm_fdlimit_listener_backs_off(void **state)
 	       rep.filled, rep.cpu_us / 1000, rep.wall_us / 1000, pct,
 	       event < 0 ? "no event" : rdma_event_str(event), status,
 	       (unsigned long long)ev_ms);
+	printf("cm fd exhaustion: refused UD client got %s status %d after "
+	       "%llu ms\n",
+	       uevent < 0 ? "no event" : rdma_event_str(uevent), ustatus,
+	       (unsigned long long)uev_ms);
 	fflush(stdout);
 	CM_CHECK(pct < MAX_CPU_PCT,
 		 "server CPU %d%% of wall time while out of fds, want < %d%%",
@@ -225,12 +245,18 @@ static void test_cm_fdlimit_listener_backs_off(void **state)
 		 "UNREACHABLE at once",
 		 event < 0 ? "no event" : rdma_event_str(event), status,
 		 CLIENT_EV_MS);
+	CM_CHECK(uevent == RDMA_CM_EVENT_UNREACHABLE && ustatus != -ETIMEDOUT,
+		 "refused UD client: %s status %d within %d ms, want "
+		 "UNREACHABLE at once",
+		 uevent < 0 ? "no event" : rdma_event_str(uevent), ustatus,
+		 CLIENT_EV_MS);
 	client_close(&d);
+	client_close(&du);
 
 	/* Fds are back: a new client connects normally. */
 	assert_int_equal(cm_send_byte(ctl[1], MSG_FREE), 0);
 	assert_int_equal(cm_recv_byte(ctl[1], 20000), MSG_FREED);
-	client_prepare(&d, rep.port);
+	client_prepare(&d, rep.port, RDMA_PS_TCP);
 	memset(&cp, 0, sizeof(cp));
 	cp.private_data = "2";
 	cp.private_data_len = 1;
