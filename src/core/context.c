@@ -96,6 +96,7 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 	if (ret < 0)
 		goto err_kt;
 	ctx->async_fd = ret;
+	srdma_async_init(ctx);
 	ib = &ctx->vctx.context;
 	ib->device = &dev->ibdev;
 	ib->async_fd = ctx->async_fd;

@@ -157,6 +157,13 @@ int srdma_context_close(struct srdma_context *ctx);
  */
 int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev);
 
+/**
+ * srdma_async_init() - size the async FIFO (@ctx->async_fd, just opened)
+ * for every event the queue can hold pending. Best effort, never fails.
+ * Context: context open, before the context is published.
+ */
+void srdma_async_init(struct srdma_context *ctx);
+
 /* ---- PD ---------------------------------------------------------------- */
 struct srdma_pd {
 	struct ibv_pd ibpd;		/* immutable after publish */

@@ -151,8 +151,12 @@ int srdma_cq_pop(struct srdma_cq *cq, struct srdma_shm_cqe *out);
 void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc);
 
 /**
- * srdma_aev_post() - queue an async event in the async ring of @seg (our
- * own or a peer's) and wake its owner's async fd.
+ * srdma_aev_post() - queue async event @type of object (@obj, @slot, @gen)
+ * in the async queue of @p's context (NULL: our own) and wake its owner's
+ * async fd. Never drops an event of a distinct object; the same event of
+ * the same object still unread is merged with it. Events of an older
+ * generation than one pending in the slot are dropped (that object is
+ * gone). Context: any thread; takes the queue's shared lock.
  */
 void srdma_aev_post(struct srdma_context *ctx, struct srdma_peer *p,
 		    uint32_t type, uint32_t obj, uint32_t slot, uint32_t gen);

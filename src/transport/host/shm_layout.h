@@ -49,7 +49,7 @@
 #define SRDMA_QPN_SHIFT 14		/* 16383 QPNs per context */
 
 #define SRDMA_SEG_MAGIC 0x53445253u	/* "SRDS" */
-#define SRDMA_SEG_VERSION 3
+#define SRDMA_SEG_VERSION 3		/* 3: keyed key map, per-object async queue */
 
 /* Registry entry states. */
 enum {
@@ -209,7 +209,10 @@ static_assert(sizeof(pthread_mutex_t) == 40, "shared mutex size is ABI");
 #define SRDMA_SEG_QP_SLOTS (1u << SRDMA_QPN_SHIFT)	/* slot 0 unused */
 #define SRDMA_SEG_SRQ_SLOTS 4096u
 #define SRDMA_SEG_ARENA_SIZE (1ull << 30)		/* sparse */
-#define SRDMA_SEG_AQ_SLOTS 64u
+/* Async queue: one pending record per object, a ring of object indices. */
+#define SRDMA_SEG_AQ_OBJS                                                      \
+	(SRDMA_SEG_QP_SLOTS + SRDMA_SEG_CQ_SLOTS + SRDMA_SEG_SRQ_SLOTS + 1u)
+#define SRDMA_SEG_AQ_SLOTS 32768u	/* power of two >= SRDMA_SEG_AQ_OBJS */
 
 /* Object table entry states (CQ, QP, SRQ). */
 enum {
@@ -348,19 +351,41 @@ enum {
 	SRDMA_AEV_OBJ_SRQ = 3,
 	SRDMA_AEV_OBJ_PORT = 4,
 };
-struct srdma_shm_aev {
-	uint32_t type;			/* enum ibv_event_type */
-	uint32_t obj;			/* SRDMA_AEV_OBJ_* */
-	uint32_t slot;			/* object slot (QP: QPN low bits) */
-	uint32_t gen;			/* object generation */
+
+/*
+ * The async queue (version 3). Events are kept per object, not per
+ * occurrence: obj[] has one record per object that can have events (QP
+ * slots, then CQ slots, then SRQ slots, then the port), holding a bit per
+ * enum ibv_event_type not yet read and the generation of the object they
+ * belong to. ring[] lists, in the order they first got an event, the
+ * indices of the records with pending bits: a record is in the ring
+ * exactly while its bits are non-zero, so the ring (larger than obj[])
+ * can never be full and no event of a distinct object is ever lost. The
+ * same event of the same object, raised again before the owner read it,
+ * is merged into the pending one. Design: docs/design/data-path.md.
+ */
+struct srdma_shm_aq_obj {
+	uint32_t pending;		/* lock: bit 1 << enum ibv_event_type */
+	uint32_t gen;			/* lock: object generation of pending */
 };
+static_assert(sizeof(struct srdma_shm_aq_obj) == 8, "aq record is ABI");
+
 struct srdma_shm_aq {
 	pthread_mutex_t lock;		/* robust, pshared */
-	uint64_t head;			/* lock: next to read (owner) */
-	uint64_t tail;			/* lock: next to write */
-	uint64_t dropped;		/* lock: events lost to a full ring */
-	struct srdma_shm_aev ev[SRDMA_SEG_AQ_SLOTS];
+	uint64_t head;			/* lock: next ring entry to read */
+	uint64_t tail;			/* lock: next ring entry to write */
+	uint64_t merged;		/* lock: events merged into a pending
+					 * one (status only) */
+	uint64_t reserved[3];
+	struct srdma_shm_aq_obj obj[SRDMA_SEG_AQ_OBJS];
+	uint32_t ring[SRDMA_SEG_AQ_SLOTS];	/* lock: obj[] indices */
 };
+static_assert(SRDMA_SEG_AQ_SLOTS >= SRDMA_SEG_AQ_OBJS &&
+		      (SRDMA_SEG_AQ_SLOTS & (SRDMA_SEG_AQ_SLOTS - 1)) == 0,
+	      "the async ring holds every object at once");
+static_assert(sizeof(struct srdma_shm_aq) ==
+		      88 + 8 * SRDMA_SEG_AQ_OBJS + 4 * SRDMA_SEG_AQ_SLOTS,
+	      "async queue is ABI");
 
 /* The host's atomic lock table (file "atomics"). */
 #define SRDMA_ATOMIC_MAGIC 0x41445253u	/* "SRDA" */
