@@ -111,6 +111,18 @@ int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev)
 			continue;
 		if (n != 1)
 			return n < 0 ? -errno : -EIO;
+		/* Our segment or registry shrank under us (shm_guard.c): the
+		 * device is gone for this context, once. */
+		if ((srdma_shm_poisoned(ctx->host.seg) ||
+		     srdma_shm_poisoned(ctx->host.reg.hdr)) &&
+		    !atomic_exchange(&ctx->fatal_sent, true)) {
+			srdma_err("context lid %u: shared state truncated by "
+				  "another process: device fatal",
+				  ctx->host.lid);
+			ev->event_type = IBV_EVENT_DEVICE_FATAL;
+			ev->element.port_num = 1;
+			return 0;
+		}
 		srdma_shm_lock(&aq->lock);
 		if (aq->head != aq->tail) {
 			e = aq->ev[aq->head % SRDMA_SEG_AQ_SLOTS];
