@@ -120,7 +120,8 @@ void srdma_host_unlink_fifos(int dfd, uint32_t lid, pid_t pid);
 
 /**
  * srdma_host_attach() - claim a registry entry and create this context's
- * segment with @key_slots key table entries.
+ * segment with @key_slots (at most SRDMA_SEG_KEY_SLOTS) key table entries
+ * in use; the layout always has room for SRDMA_SEG_KEY_SLOTS.
  * @h: zeroed by the caller; filled on success
  * @dev_name: device name recorded for srdma status
  * Context: ibv_open_device; may block on the registry flock.

@@ -11,6 +11,12 @@
  * A dead owner is recognised by pid + process start time, so a recycled
  * pid never keeps a dead context alive. Not here: the segment contents
  * (segment.c) and anything about memory.
+ *
+ * Also here: resolving and checking the state directory (ours, 0700, not
+ * a symlink; a squatted default falls back along a fixed list). The
+ * registry's size and header are constants of its version, repaired
+ * under the flock when damaged; entries are checked where they are used,
+ * and a segment name from an entry is used only in its one legal form.
  */
 #include <dirent.h>
 #include <errno.h>

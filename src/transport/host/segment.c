@@ -9,6 +9,13 @@
  * were ever used consume memory. The owner writes key entries (seqlock,
  * key_table.c); any process of the user may map it to validate keys and to
  * increment/decrement in-flight counts. Layout: shm_layout.h.
+ *
+ * Anyone of the user may also scribble over it or truncate it: a peer maps
+ * it only at its exact constant size, checks every header field against
+ * the layout constants once and from then on uses the constants; the
+ * mapping is guarded against truncation (shm_guard.c). Files are reached
+ * only through the context's directory fd, never following a symlink.
+ * Design: docs/design/host-segment.md ("Hostile shared state").
  */
 #include <errno.h>
 #include <fcntl.h>
