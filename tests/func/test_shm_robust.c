@@ -43,9 +43,9 @@ struct info {
 /* What a child reports at the end. */
 struct report {
 	uint64_t ok, err;
-	int first_status;	/* first error completion, or -1 */
-	int post_errno;		/* first failed post, or 0 */
-	int fatal;		/* got IBV_EVENT_DEVICE_FATAL */
+	int first_status; /* first error completion, or -1 */
+	int post_errno;	  /* first failed post, or 0 */
+	int fatal;	  /* got IBV_EVENT_DEVICE_FATAL */
 };
 
 struct ep {
@@ -130,9 +130,9 @@ static void ep_connect(struct ep *e, const struct info *r)
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	XCHK(!ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					       IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS));
+	XCHK(!ibv_modify_qp(e->qp, &a,
+			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				    IBV_QP_ACCESS_FLAGS));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
@@ -140,24 +140,22 @@ static void ep_connect(struct ep *e, const struct info *r)
 	a.ah_attr.dlid = r->lid;
 	a.ah_attr.port_num = 1;
 	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 20;	/* 15 ms: the victim reposts meanwhile */
-	XCHK(!ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_AV |
-					       IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN |
-					       IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC |
-					       IBV_QP_MIN_RNR_TIMER));
+	a.min_rnr_timer = 20; /* 15 ms: the victim reposts meanwhile */
+	XCHK(!ibv_modify_qp(e->qp, &a,
+			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				    IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 10;
 	a.retry_cnt = 3;
 	a.rnr_retry = 6;
 	a.max_rd_atomic = 4;
-	XCHK(!ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-					       IBV_QP_TIMEOUT |
-					       IBV_QP_RETRY_CNT |
-					       IBV_QP_RNR_RETRY |
-					       IBV_QP_MAX_QP_RD_ATOMIC));
+	XCHK(!ibv_modify_qp(e->qp, &a,
+			    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				    IBV_QP_MAX_QP_RD_ATOMIC));
 }
 
 static int post_recv(struct ep *e, uint64_t id)
@@ -207,7 +205,7 @@ static void victim(int sock)
 		XCHK(!post_recv(&e, id++));
 	XCHK(!fcntl(e.ctx->async_fd, F_SETFL,
 		    fcntl(e.ctx->async_fd, F_GETFL) | O_NONBLOCK));
-	XCHK(!xio(sock, &me, 1, true));	/* ready */
+	XCHK(!xio(sock, &me, 1, true)); /* ready */
 	end = dp_now_ms() + 30000;
 	while (!stop_requested(sock) && dp_now_ms() < end) {
 		struct ibv_async_event ev;
@@ -281,11 +279,11 @@ static void peer(int sock)
 				break;
 			}
 		if (!said && rep.ok >= 200) {
-			XCHK(!xio(sock, &me, 1, true));	/* traffic flows */
+			XCHK(!xio(sock, &me, 1, true)); /* traffic flows */
 			said = true;
 		}
 		if (rep.err)
-			usleep(2000);	/* QP in ERR: flushes from now on */
+			usleep(2000); /* QP in ERR: flushes from now on */
 	}
 	if (!said)
 		XCHK(!xio(sock, &me, 1, true));
@@ -302,12 +300,12 @@ static void peer(int sock)
 
 struct env {
 	char dir[512];
-	char seg[600];		/* V's segment file */
+	char seg[600]; /* V's segment file */
 	char reg[600];
 	pid_t vpid;
 	uint32_t vlid, vqpn;
-	char canary_rel[600];	/* SRDMA_DIR/../canary.<case> */
-	char canary_abs[64];	/* /tmp/srdma-canary.<pid> */
+	char canary_rel[600]; /* SRDMA_DIR/../canary.<case> */
+	char canary_abs[64];  /* /tmp/srdma-canary.<pid> */
 };
 
 static void put_at(const char *path, uint64_t off, const void *p, size_t n)
@@ -369,9 +367,9 @@ static void a_seg_hdr_garbage(struct env *e)
 /* V's QP receive queue and CQ entries: ring offsets that wrap. */
 static void a_seg_entries_garbage(struct env *e)
 {
-	uint64_t qoff = SRDMA_SEG_QP_OFF + (uint64_t)(e->vqpn &
-			((1u << SRDMA_QPN_SHIFT) - 1)) *
-			sizeof(struct srdma_shm_qp);
+	uint64_t qoff = SRDMA_SEG_QP_OFF +
+			(uint64_t)(e->vqpn & ((1u << SRDMA_QPN_SHIFT) - 1)) *
+				sizeof(struct srdma_shm_qp);
 	uint64_t off = 0xfffffffffffff000ull;
 	uint32_t size = 1, wsz = 4096, max_sge = 255, csize = 1u << 31;
 	unsigned int i;
@@ -382,11 +380,10 @@ static void a_seg_entries_garbage(struct env *e)
 	       sizeof(size));
 	put_at(e->seg, qoff + offsetof(struct srdma_shm_rq, wqe_size), &wsz,
 	       sizeof(wsz));
-	put_at(e->seg, qoff + offsetof(struct srdma_shm_rq, max_sge),
-	       &max_sge, sizeof(max_sge));
+	put_at(e->seg, qoff + offsetof(struct srdma_shm_rq, max_sge), &max_sge,
+	       sizeof(max_sge));
 	for (i = 0; i < 8; i++) {
-		uint64_t c = SRDMA_SEG_CQ_OFF +
-			     i * sizeof(struct srdma_shm_cq);
+		uint64_t c = SRDMA_SEG_CQ_OFF + i * sizeof(struct srdma_shm_cq);
 
 		put_at(e->seg, c + offsetof(struct srdma_shm_cq, ring_off),
 		       &off, sizeof(off));
@@ -416,8 +413,7 @@ static void a_reg_version_garbage(struct env *e)
 {
 	uint16_t v = 0x7e57;
 
-	put_at(e->reg, offsetof(struct srdma_reg_hdr, version), &v,
-	       sizeof(v));
+	put_at(e->reg, offsetof(struct srdma_reg_hdr, version), &v, sizeof(v));
 }
 
 /* Every entry but V's and P's: random bytes (states, pids, names). */
@@ -428,8 +424,8 @@ static void a_reg_entries_garbage(struct env *e)
 	for (i = 0; i < SRDMA_REG_ENTRIES; i++) {
 		struct srdma_reg_entry ent;
 		int fd = open(e->reg, O_RDONLY);
-		off_t at = (off_t)(sizeof(struct srdma_reg_hdr) +
-				   i * sizeof(ent));
+		off_t at =
+			(off_t)(sizeof(struct srdma_reg_hdr) + i * sizeof(ent));
 
 		assert_true(fd >= 0);
 		assert_int_equal(pread(fd, &ent, sizeof(ent), at),
@@ -451,7 +447,7 @@ static void plant_entry(struct env *e, unsigned int idx, const char *name)
 	assert_true(dead >= 0);
 	if (!dead)
 		_exit(0);
-	waitpid(dead, NULL, 0);	/* a pid nobody has now */
+	waitpid(dead, NULL, 0); /* a pid nobody has now */
 	memset(&ent, 0, sizeof(ent));
 	ent.pid = dead;
 	ent.start_time = 1;
@@ -501,23 +497,29 @@ static void a_reg_name_abs(struct env *e)
 struct scase {
 	const char *name;
 	void (*attack)(struct env *e);
-	bool hits_traffic;	/* P must see error completions */
-	bool refuse;		/* later opens fail cleanly (not repaired) */
+	bool hits_traffic; /* P must see error completions */
+	bool refuse;	   /* later opens fail cleanly (not repaired) */
+	bool fatal;	   /* V's own segment: DEVICE_FATAL */
 };
 
 static const struct scase cases[] = {
-	{"segment truncated to 0", a_seg_trunc0, true, false},
-	{"segment truncated to half", a_seg_trunc_half, false, false},
-	{"segment truncated to 16 KiB", a_seg_trunc_hdr, true, false},
-	{"segment header offsets garbage", a_seg_hdr_garbage, false, false},
-	{"segment RQ/CQ ring offsets wrap", a_seg_entries_garbage, true, false},
-	{"registry truncated to 0", a_reg_trunc0, true, false},
-	{"registry truncated to half", a_reg_trunc_half, false, false},
-	{"registry header garbage", a_reg_hdr_garbage, false, false},
-	{"registry version garbage", a_reg_version_garbage, false, true},
-	{"registry free entries garbage", a_reg_entries_garbage, false, false},
-	{"registry seg_name \"../canary\"", a_reg_name_dotdot, false, false},
-	{"registry seg_name \"/tmp/canary\"", a_reg_name_abs, false, false},
+	{"segment truncated to 0", a_seg_trunc0, true, false, true},
+	{"segment truncated to half", a_seg_trunc_half, false, false, true},
+	{"segment truncated to 16 KiB", a_seg_trunc_hdr, true, false, true},
+	{"segment header offsets garbage", a_seg_hdr_garbage, false, false,
+	 true},
+	{"segment RQ/CQ ring offsets wrap", a_seg_entries_garbage, true, false,
+	 false},
+	{"registry truncated to 0", a_reg_trunc0, true, false, false},
+	{"registry truncated to half", a_reg_trunc_half, false, false, false},
+	{"registry header garbage", a_reg_hdr_garbage, false, false, false},
+	{"registry version garbage", a_reg_version_garbage, false, true, false},
+	{"registry free entries garbage", a_reg_entries_garbage, false, false,
+	 false},
+	{"registry seg_name \"../canary\"", a_reg_name_dotdot, false, false,
+	 false},
+	{"registry seg_name \"/tmp/canary\"", a_reg_name_abs, false, false,
+	 false},
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -638,8 +640,7 @@ static int run_case(const char *base, unsigned int k)
 	snprintf(e.dir, sizeof(e.dir), "%s/case%u", base, k);
 	assert_int_equal(mkdir(e.dir, 0700), 0);
 	snprintf(e.reg, sizeof(e.reg), "%s/registry", e.dir);
-	snprintf(e.canary_rel, sizeof(e.canary_rel), "%s/canary.%u", base,
-		 k);
+	snprintf(e.canary_rel, sizeof(e.canary_rel), "%s/canary.%u", base, k);
 	snprintf(e.canary_abs, sizeof(e.canary_abs), "/tmp/srdma-canary.%d",
 		 (int)getpid());
 	make_canary(e.canary_rel);
@@ -652,15 +653,17 @@ static int run_case(const char *base, unsigned int k)
 	assert_true(read_for(ps, &pi, sizeof(pi), 20000));
 	assert_int_equal(xio(vs, &pi, sizeof(pi), true), 0);
 	assert_int_equal(xio(ps, &vi, sizeof(vi), true), 0);
-	assert_true(read_for(vs, &x, 1, 20000));	/* V ready */
-	assert_true(read_for(ps, &x, 1, 20000));	/* traffic flows */
+	assert_true(read_for(vs, &x, 1, 20000)); /* V ready */
+	assert_true(read_for(ps, &x, 1, 20000)); /* traffic flows */
 	e.vlid = vi.lid;
 	e.vqpn = vi.qpn;
 	snprintf(e.seg, sizeof(e.seg), "%s/ctx.%u.%d", e.dir, e.vlid,
 		 (int)e.vpid);
 
 	c->attack(&e);
-	usleep(1500 * 1000);	/* let both run into it */
+	usleep(1000 * 1000); /* let both run into it */
+	run_status(&sst);    /* while the victim lives, damaged */
+	usleep(500 * 1000);
 
 	/* Stop P first. Either may be dead already (before the fix). */
 	prep = !xio(ps, &x, 1, true) && read_for(ps, &pr, sizeof(pr), 20000);
@@ -670,16 +673,18 @@ static int run_case(const char *base, unsigned int k)
 	close(vs);
 	close(ps);
 	later_open(&ost);
-	run_status(&sst);
+	if (WIFEXITED(sst) && !WEXITSTATUS(sst))
+		run_status(&sst); /* and once more, after */
 	canary_ok = !access(e.canary_rel, F_OK) && !access(e.canary_abs, F_OK);
 
 	printf("%-34s | V %-8s fatal=%d | P %-8s ok=%-6" PRIu64
-	       " err=%-4" PRIu64 " %-18s | open %-8s | status %-8s | canary %s\n",
+	       " err=%-4" PRIu64
+	       " %-18s | open %-8s | status %-8s | canary %s\n",
 	       c->name, how_died(vst, b1, sizeof(b1)), vr.fatal,
 	       how_died(pst, b2, sizeof(b2)), pr.ok, pr.err,
-	       pr.first_status >= 0 ?
-		       ibv_wc_status_str((enum ibv_wc_status)pr.first_status) :
-		       "-",
+	       pr.first_status >= 0
+		       ? ibv_wc_status_str((enum ibv_wc_status)pr.first_status)
+		       : "-",
 	       how_died(ost, b3, sizeof(b3)), how_died(sst, b4, sizeof(b4)),
 	       canary_ok ? "intact" : "DELETED");
 	fflush(stdout);
@@ -688,6 +693,8 @@ static int run_case(const char *base, unsigned int k)
 	    WIFSIGNALED(sst) || !vrep || !prep)
 		bad++;
 	if (c->hits_traffic && !pr.err && !pr.post_errno)
+		bad++;
+	if (c->fatal && !vr.fatal)
 		bad++;
 	/* A later open works (the registry repairs itself), or for an
 	 * unknown version fails cleanly: ibv_open_device() returns NULL,
@@ -720,9 +727,9 @@ static void test_shm_hostile_state_never_crashes(void **state)
 			 base, base);
 		assert_int_equal(system(cmd), 0);
 	}
-	printf("%-34s | %-21s | %-49s | %-13s | %-15s | %s\n", "case",
-	       "victim", "peer (during + after the attack)", "later open",
-	       "srdma status", "canary");
+	printf("%-34s | %-21s | %-49s | %-13s | %-15s | %s\n", "case", "victim",
+	       "peer (during + after the attack)", "later open", "srdma status",
+	       "canary");
 	for (k = 0; k < NCASES; k++) {
 		int b = run_case(base, k);
 

@@ -144,6 +144,14 @@ void srdma_host_publish(struct srdma_host_ctx *h);
 void srdma_host_detach(struct srdma_host_ctx *h);
 
 /**
+ * srdma_host_seg_intact() - true if our own segment still has its size
+ * and header (not truncated, not overwritten). Slow: one fstat.
+ * A peer that finds a segment malformed wakes its owner's async fd, whose
+ * srdma_async_get() then asks this and reports IBV_EVENT_DEVICE_FATAL.
+ */
+bool srdma_host_seg_intact(struct srdma_host_ctx *h);
+
+/**
  * srdma_peer_seg_map() - map the segment named @seg_name under the
  * directory @dfd (O_NOFOLLOW, a regular file of ours of exactly
  * SRDMA_SEG_SIZE bytes) and check every header field against this

@@ -242,6 +242,45 @@ static bool seg_hdr_ok(const struct srdma_seg_hdr *s)
 	       s->owner_pid > 0;
 }
 
+/*
+ * The segment @name is damaged: wake its owner's async fd (one byte into
+ * async.<lid>.<pid>, if that is a FIFO), so that it checks its segment
+ * and reports IBV_EVENT_DEVICE_FATAL (srdma_host_seg_intact()).
+ */
+static void poke_owner(int dfd, const char *name)
+{
+	unsigned int lid;
+	int pid, end = 0, fd;
+	char fifo[64], b = 1;
+	struct stat st;
+
+	if (sscanf(name, "ctx.%u.%d%n", &lid, &pid, &end) != 2 ||
+	    name[end] || pid <= 0)
+		return;
+	snprintf(fifo, sizeof(fifo), "async.%u.%d", lid, pid);
+	fd = openat(dfd, fifo,
+		    O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && S_ISFIFO(st.st_mode) && write(fd, &b, 1) < 0)
+		srdma_dbg("%s: %s", fifo, strerror(errno));
+	close(fd);
+}
+
+bool srdma_host_seg_intact(struct srdma_host_ctx *h)
+{
+	const struct srdma_seg_hdr *s = h->seg;
+	struct stat st;
+
+	if (srdma_shm_poisoned(h->seg) || fstat(h->seg_fd, &st) ||
+	    (uint64_t)st.st_size != SRDMA_SEG_SIZE)
+		return false;
+	return __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) ==
+		       SRDMA_SEG_MAGIC &&
+	       seg_hdr_ok(s) && s->owner_pid == h->pid && s->lid == h->lid &&
+	       s->owner_start == h->start_time;
+}
+
 int srdma_peer_seg_map(int dfd, const char *seg_name,
 		       struct srdma_peer_seg *p)
 {
@@ -289,6 +328,8 @@ int srdma_peer_seg_map(int dfd, const char *seg_name,
 	p->size = size;
 out:
 	close(fd);
+	if (ret == -EPROTO)
+		poke_owner(dfd, seg_name);
 	return ret;
 }
 

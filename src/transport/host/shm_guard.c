@@ -47,19 +47,19 @@
 #define GUARD_SLOTS 4096
 
 struct guard {
-	_Atomic uintptr_t base;		/* 0: free; guard_lock to set */
-	_Atomic size_t len;		/* guard_lock; before base */
-	_Atomic int wake_fd;		/* -1 or a fd to poke on poisoning */
-	_Atomic uint32_t poisoned;	/* CAS 0 -> 1 by the handler */
+	_Atomic uintptr_t base;	   /* 0: free; guard_lock to set */
+	_Atomic size_t len;	   /* guard_lock; before base */
+	_Atomic int wake_fd;	   /* -1 or a fd to poke on poisoning */
+	_Atomic uint32_t poisoned; /* CAS 0 -> 1 by the handler */
 };
 
 static struct guard guards[GUARD_SLOTS];
-static _Atomic uint32_t guard_hwm;	/* slots ever used; guard_lock */
-static _Atomic uint32_t poison_count;	/* handler; relaxed */
+static _Atomic uint32_t guard_hwm;    /* slots ever used; guard_lock */
+static _Atomic uint32_t poison_count; /* handler; relaxed */
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
-static struct sigaction old_bus;	/* immutable after guard_once */
-static bool installed;			/* immutable after guard_once */
+static struct sigaction old_bus; /* immutable after guard_once */
+static bool installed;		 /* immutable after guard_once */
 
 static void chain(int sig, siginfo_t *si, void *uc)
 {
@@ -86,10 +86,10 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	for (i = 0; i < n; i++) {
 		struct guard *g = &guards[i];
 		/* Pairs with the release store of base in guard_add. */
-		uintptr_t base = atomic_load_explicit(&g->base,
-						      memory_order_acquire);
-		size_t len = atomic_load_explicit(&g->len,
-						  memory_order_relaxed);
+		uintptr_t base =
+			atomic_load_explicit(&g->base, memory_order_acquire);
+		size_t len =
+			atomic_load_explicit(&g->len, memory_order_relaxed);
 		uint32_t zero = 0;
 		int fd;
 
@@ -104,7 +104,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
 				 MAP_NORESERVE,
 			 -1, 0) == MAP_FAILED)
-			break;	/* cannot repair: let it be fatal */
+			break; /* cannot repair: let it be fatal */
 		atomic_fetch_add_explicit(&poison_count, 1,
 					  memory_order_relaxed);
 		fd = atomic_load_explicit(&g->wake_fd, memory_order_relaxed);
@@ -112,7 +112,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 			char b = 1;
 
 			if (write(fd, &b, 1) < 0)
-				(void)0;	/* full: readable anyway */
+				(void)0; /* full: readable anyway */
 		}
 		errno = saved;
 		return;
