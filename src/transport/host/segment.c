@@ -433,12 +433,11 @@ bool srdma_shm_lock(pthread_mutex_t *m)
 	 * was truncated while it slept in the kernel) wakes up, touches the
 	 * page, gets it poisoned (shm_guard.c) and goes on.
 	 */
-	for (;;) {
+	ret = pthread_mutex_trylock(m);	/* uncontended: no clock read */
+	while (ret == EBUSY || ret == ETIMEDOUT) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		ret = pthread_mutex_timedlock(m, &ts);
-		if (ret != ETIMEDOUT)
-			break;
 	}
 
 	if (ret == EOWNERDEAD) {
