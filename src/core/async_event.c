@@ -299,6 +299,21 @@ int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev)
 			continue;
 		if (n != 1)
 			return n < 0 ? -errno : -EIO;
+		/* Our segment was truncated or overwritten, or our registry
+		 * mapping shrank (shm_guard.c; a peer that found our segment
+		 * malformed woke us): the device is gone for this context.
+		 * Reported once. */
+		if (!atomic_load(&ctx->fatal_sent) &&
+		    (srdma_shm_poisoned(ctx->host.reg.hdr) ||
+		     !srdma_host_seg_intact(&ctx->host)) &&
+		    !atomic_exchange(&ctx->fatal_sent, true)) {
+			srdma_err("context lid %u: shared state damaged by "
+				  "another process: device fatal",
+				  ctx->host.lid);
+			ev->event_type = IBV_EVENT_DEVICE_FATAL;
+			ev->element.port_num = 1;
+			return 0;
+		}
 		aq_lock(aq);
 		have = aq_take(aq, &e);
 		srdma_shm_unlock(&aq->lock);

@@ -23,7 +23,7 @@
 #include "transport/host/host.h"
 
 /* ---- device limits (reported by ibv_query_device) --------------------- */
-#define SRDMA_KEY_SLOTS (1u << 18)	/* MRs + MWs + relaxed pool */
+#define SRDMA_KEY_SLOTS SRDMA_SEG_KEY_SLOTS /* MRs + MWs + relaxed pool */
 #define SRDMA_MAX_MR (1u << 17)
 #define SRDMA_MAX_MW (1u << 16)
 #define SRDMA_MAX_FMR 4096u		/* relaxed-MR pool per context */
@@ -97,7 +97,10 @@ struct srdma_context {
 	int async_fd;			/* FIFO read end behind async_fd: one
 					 * byte per event in the segment's
 					 * async ring (srdma_aev_post) */
-	char async_path[320];		/* immutable */
+	_Atomic bool fatal_sent;	/* IBV_EVENT_DEVICE_FATAL reported
+					 * (our shared state was truncated) */
+	char async_path[320];		/* immutable: FIFO name under
+					 * host.dirfd */
 	/* data path (dp.h) */
 	struct srdma_peer *_Atomic peers[SRDMA_REG_ENTRIES + 1]; /* by LID;
 					 * written under lock */

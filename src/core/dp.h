@@ -74,7 +74,8 @@ void srdma_peer_wake_chan(struct srdma_context *ctx, struct srdma_peer *p,
 void srdma_peer_wake_async(struct srdma_context *ctx, struct srdma_peer *p);
 /* Unmap every peer; at context close. */
 void srdma_peer_fini(struct srdma_context *ctx);
-/* Path of a FIFO: kind "chan" (with @num) or "async" (num ignored). */
+/* Name of a FIFO in the state directory (relative to ctx->host.dirfd):
+ * kind "chan" (with @num) or "async" (num ignored). */
 void srdma_fifo_path(const struct srdma_context *ctx, char *buf, size_t len,
 		     uint32_t lid, pid_t pid, const char *kind, uint32_t num);
 
@@ -107,7 +108,8 @@ struct srdma_chan {
 	struct srdma_context *ctx;	/* immutable */
 	uint32_t num;			/* immutable: FIFO name suffix */
 	_Atomic uint32_t ncq;		/* CQs attached */
-	char path[320];			/* immutable */
+	char path[320];			/* immutable: FIFO name in the
+					 * state directory (host.dirfd) */
 };
 
 /* ---- CQ ------------------------------------------------------------------ */

@@ -339,7 +339,7 @@ static void test_key_drain_clears_mark_of_dead_initiator(void **state)
 		int idx;
 
 		attach(&ch, &ckt);
-		if (srdma_peer_seg_map(h.dir, h.seg_name, &ps))
+		if (srdma_peer_seg_map(h.dirfd, h.seg_name, &ps))
 			_exit(2);
 		v.ent = srdma_seg_keys(ps.seg);
 		v.nslots = ps.seg->key_slots;

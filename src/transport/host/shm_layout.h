@@ -387,6 +387,43 @@ static_assert(sizeof(struct srdma_shm_aq) ==
 		      88 + 8 * SRDMA_SEG_AQ_OBJS + 4 * SRDMA_SEG_AQ_SLOTS,
 	      "async queue is ABI");
 
+/*
+ * ---- the segment layout, fixed by this ABI version ---------------------
+ *
+ * Every offset and count in struct srdma_seg_hdr must equal these values:
+ * a peer checks each header field once when it maps a segment, and from
+ * then on every accessor (host.h) uses these constants, never a value
+ * re-read from shared memory, so a header overwritten later cannot steer
+ * anyone outside the mapping.
+ */
+#define SRDMA_SEG_KEY_SLOTS (1u << 18)
+#define SRDMA_SEG_ALIGN_UP(x) (((uint64_t)(x) + 4095u) & ~(uint64_t)4095u)
+#define SRDMA_SEG_ACC_OFF ((uint64_t)sizeof(struct srdma_seg_hdr))
+#define SRDMA_SEG_KEY_OFF                                                      \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_ACC_OFF + SRDMA_SEG_ACCESS_RECORDS *      \
+					       sizeof(struct srdma_shm_access))
+#define SRDMA_SEG_CQ_OFF                                                       \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_KEY_OFF + (uint64_t)SRDMA_SEG_KEY_SLOTS * \
+					       sizeof(struct srdma_shm_key))
+#define SRDMA_SEG_QP_OFF                                                       \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_CQ_OFF + (uint64_t)SRDMA_SEG_CQ_SLOTS *   \
+					      sizeof(struct srdma_shm_cq))
+#define SRDMA_SEG_SRQ_OFF                                                      \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_QP_OFF + (uint64_t)SRDMA_SEG_QP_SLOTS *   \
+					      sizeof(struct srdma_shm_qp))
+#define SRDMA_SEG_AQ_OFF                                                       \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_SRQ_OFF + (uint64_t)SRDMA_SEG_SRQ_SLOTS * \
+					       sizeof(struct srdma_shm_srq))
+#define SRDMA_SEG_ARENA_OFF                                                    \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_AQ_OFF + sizeof(struct srdma_shm_aq))
+#define SRDMA_SEG_SIZE                                                         \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_ARENA_OFF + SRDMA_SEG_ARENA_SIZE)
+
+/* Registry: the file is exactly this long, entry 0 right after the header. */
+#define SRDMA_REG_SIZE                                                         \
+	(sizeof(struct srdma_reg_hdr) +                                        \
+	 (size_t)SRDMA_REG_ENTRIES * sizeof(struct srdma_reg_entry))
+
 /* The host's atomic lock table (file "atomics"). */
 #define SRDMA_ATOMIC_MAGIC 0x41445253u	/* "SRDA" */
 #define SRDMA_ATOMIC_LOCKS 256u
