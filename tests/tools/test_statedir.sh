@@ -177,4 +177,5 @@ check "... and the link's target keeps its contents and size" \
 	test "$(stat -c %s "$WORK/target"):$(head -c 4 "$WORK/target")" = 5:keep
 
 echo "1..$ntest"
+echo "state directory: $((ntest - failed)) of $ntest squatting, symlink and permission checks passed"
 [ $failed = 0 ]
