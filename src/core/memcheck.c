@@ -84,8 +84,13 @@ static void maps_child(void)
 	pthread_mutex_init(&maps_lock, NULL);
 }
 
+/* SRDMA_MAPS_QUERY=fallback: behave as on a kernel without PROCMAP_QUERY. */
 static void maps_init(void)
 {
+	const char *v = getenv("SRDMA_MAPS_QUERY");
+
+	if (v && !strcmp(v, "fallback"))
+		atomic_store(&have_query, 0);
 	pthread_atfork(NULL, NULL, maps_child);
 }
 
@@ -171,6 +176,7 @@ int srdma_mem_check(uint64_t addr, uint64_t len, bool writable)
 
 	if (!len)
 		return 0;
+	pthread_once(&maps_once, maps_init);
 	fd = maps_get();
 	if (fd < 0 || have_query == 0)
 		return check_by_parsing(addr, end, writable);
