@@ -32,9 +32,11 @@
  *     VM_PFNMAP mappings, a file mapping past EOF), so that every path
  *     gives PROCMAP_QUERY's answers.
  *
- * An ioctl error other than ENOENT switches (1) off for the life of the
- * process. The maps fd is bound to the process that opened it, so it is
- * reopened after fork.
+ * Only an answer meaning "this ioctl does not exist here" (ENOTTY, EINVAL,
+ * ...), confirmed on a freshly opened fd, switches (1) off for the life of
+ * the process; a transient error (EINTR, EAGAIN, ENOMEM, ...) is retried a
+ * few times and then answered by (2)/(3) for that one call. The maps fd is
+ * bound to the process that opened it, so it is reopened after fork.
  * SRDMA_MAPS_QUERY=fallback starts without (1), as on a 6.1 kernel;
  * SRDMA_MAPS_QUERY=parse uses (3) alone (test aids, read once). Design:
  * docs/design/memcheck.md.
@@ -51,6 +53,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "util/fault.h"
 #include "util/log.h"
 
 #ifndef MADV_POPULATE_READ
@@ -81,6 +84,9 @@ static_assert(sizeof(struct srdma_procmap_query) == 104, "kernel UAPI");
 #define SRDMA_PROCMAP_QUERY _IOWR('f', 17, struct srdma_procmap_query)
 #define PMQ_READABLE 0x01
 #define PMQ_WRITABLE 0x02
+
+/* How many times an interrupted or refused-for-now ioctl is retried. */
+#define QUERY_RETRIES 3
 
 /*
  * Measured on 2 cores under load (bench/run_reg_bench.sh): populating a
@@ -191,25 +197,104 @@ static int maps_get(void)
 
 /* ---- (1) PROCMAP_QUERY ------------------------------------------------- */
 
+#ifdef SRDMA_FAULT_INJECTION
+static _Atomic bool fault_no_ioctl;	/* atomic: MAPS_QUERY_ENOTTY hit */
+#define FAULT_NO_IOCTL_SET() atomic_store(&fault_no_ioctl, true)
+#define FAULT_NO_IOCTL() atomic_load(&fault_no_ioctl)
+#else
+#define FAULT_NO_IOCTL_SET() ((void)0)
+#define FAULT_NO_IOCTL() false
+#endif
 
 /*
  * One VMA per call: 0 and [*start, *end) with *prot (PMQ_* bits) for the
- * VMA covering @addr, -ENOENT if none, -ENOTTY without PROCMAP_QUERY.
+ * VMA covering @addr; -ENOENT if none; -EOPNOTSUPP if @fd does not answer
+ * the ioctl at all; -EAGAIN if it failed for now (already retried).
  */
 static int query_vma(int fd, uint64_t addr, uint64_t *start, uint64_t *end,
 		     unsigned int *prot)
 {
-	struct srdma_procmap_query q = {
-		.size = sizeof(q),
-		.query_addr = addr,
-	};
+	struct srdma_procmap_query q;
+	int tries, err;
 
-	if (ioctl(fd, SRDMA_PROCMAP_QUERY, &q))
-		return errno == ENOENT ? -ENOENT : -ENOTTY;
+	/* Fault points: the kernel refuses for now (every retry too), or
+	 * lacks the ioctl from this evaluation on. */
+	if (SRDMA_FAULT(MAPS_QUERY_EAGAIN))
+		return -EAGAIN;
+	if (SRDMA_FAULT(MAPS_QUERY_ENOTTY))
+		FAULT_NO_IOCTL_SET();
+	for (tries = 0;; tries++) {
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.query_addr = addr;
+		if (FAULT_NO_IOCTL())
+			err = ENOTTY;
+		else if (SRDMA_FAULT(MAPS_QUERY_EINTR))
+			err = EINTR;
+		else if (!ioctl(fd, SRDMA_PROCMAP_QUERY, &q))
+			break;
+		else
+			err = errno;
+		switch (err) {
+		case ENOENT:
+			return -ENOENT;
+		case ENOTTY:	/* no such ioctl: Linux < 6.11 */
+		case EINVAL:	/* ... or a layer that rejects it */
+		case E2BIG:
+		case ENOSYS:
+		case EOPNOTSUPP:
+		case EBADF:	/* our fd was closed behind our back */
+			return -EOPNOTSUPP;
+		case EINTR:
+		case EAGAIN:
+			if (tries < QUERY_RETRIES)
+				continue;
+			return -EAGAIN;
+		default:	/* ENOMEM, ESRCH, ...: not an answer */
+			return -EAGAIN;
+		}
+	}
 	*start = q.vma_start;
 	*end = q.vma_end;
 	*prot = (unsigned int)q.vma_flags;
 	return 0;
+}
+
+/*
+ * @fd did not answer the ioctl. Before concluding the kernel lacks it, ask
+ * on a fresh fd: the application may have closed ours and reused the
+ * number. Returns query_vma()'s answer on the fresh fd, which replaces the
+ * stale one; -EOPNOTSUPP if it fails there too (then the ioctl path is
+ * off for good).
+ */
+static int query_vma_fresh(int stale, uint64_t addr, uint64_t *start,
+			   uint64_t *end, unsigned int *prot)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -EAGAIN;
+	ret = query_vma(fd, addr, start, end, prot);
+	if (ret == -EOPNOTSUPP) {
+		close(fd);
+		atomic_store_explicit(&maps_mode,
+				      have_populate() ? MAPS_FALLBACK
+						      : MAPS_PARSE,
+				      memory_order_relaxed);
+		srdma_info("PROCMAP_QUERY unsupported: registrations are "
+			   "checked with MADV_POPULATE and /proc/self/maps");
+		return -EOPNOTSUPP;
+	}
+	/* Never close @stale: the number may belong to the application. */
+	pthread_mutex_lock(&maps_lock);
+	if (atomic_load(&maps_fd) == stale)
+		/* Pairs with the acquire load in maps_get(). */
+		atomic_store_explicit(&maps_fd, fd, memory_order_release);
+	else
+		close(fd);	/* another thread replaced it already */
+	pthread_mutex_unlock(&maps_lock);
+	return ret;
 }
 
 /* 0, -EFAULT, or -EAGAIN: no answer from the ioctl, ask another way. */
@@ -225,13 +310,14 @@ static int check_by_query(uint64_t addr, uint64_t end, bool writable)
 		unsigned int prot;
 		int ret = query_vma(fd, cur, &s, &e, &prot);
 
-		if (ret == -ENOTTY) {
-			atomic_store_explicit(&maps_mode,
-					      have_populate() ? MAPS_FALLBACK
-							      : MAPS_PARSE,
-					      memory_order_relaxed);
-			return -EAGAIN;
+		if (ret == -EOPNOTSUPP) {
+			ret = query_vma_fresh(fd, cur, &s, &e, &prot);
+			fd = maps_get();
+			if (ret == -EOPNOTSUPP || fd < 0)
+				return -EAGAIN;
 		}
+		if (ret == -EAGAIN)
+			return -EAGAIN;
 		if (ret || s > cur)
 			return -EFAULT;
 		if (!(prot & PMQ_READABLE) ||
