@@ -101,6 +101,12 @@ static_assert(sizeof(struct srdma_procmap_query) == 104, "kernel UAPI");
 
 /* The header of a maps line, "start-end perms ": at most 39 bytes. */
 #define MAPS_HDR_MAX 64
+/*
+ * The kernel formats lines until it has as many bytes as read() asked for
+ * (at most a page at a time), ~0.4 us a line. Ask for little first, as
+ * the line that decides is often near the top, then for more.
+ */
+#define MAPS_FIRST_READ 1024
 #define MAPS_CHUNK 8192
 
 size_t srdma_page_size = 4096;
@@ -443,6 +449,7 @@ static int check_by_parsing(uint64_t addr, uint64_t end, bool writable)
 		.cur = addr, .end = end, .writable = writable, .ret = 1};
 	char buf[MAPS_CHUNK + MAPS_HDR_MAX];
 	size_t have = 0;		/* bytes in buf */
+	size_t want = MAPS_FIRST_READ;	/* bytes to ask for next */
 	bool skipping = false;		/* inside a line already parsed */
 	bool eof = false;
 	unsigned int lines = 0;
@@ -453,10 +460,12 @@ static int check_by_parsing(uint64_t addr, uint64_t end, bool writable)
 		return -errno;
 	while (wk.ret > 0 && !eof) {
 		const char *p = buf, *lim, *nl;
-		ssize_t n = read(fd, buf + have, MAPS_CHUNK);
+		ssize_t n = read(fd, buf + have, want);
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (want < MAPS_CHUNK)
+			want *= 2;
 		if (n < 0) {
 			wk.ret = -errno;
 			break;

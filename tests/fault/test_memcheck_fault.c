@@ -79,8 +79,8 @@ static unsigned int pin_fresh(void)
 	char *p = fresh();
 	unsigned int n;
 
-	MUST(srdma_mem_check_pin((uintptr_t)p, PAGES * srdma_page_size,
-				 true) == 0);
+	MUST(srdma_mem_check_pin((uintptr_t)p, PAGES * srdma_page_size, true) ==
+	     0);
 	n = resident(p);
 	munmap(p, PAGES * srdma_page_size);
 	return n;
@@ -101,8 +101,7 @@ static void check_answers(void)
 	     -EFAULT);
 	MUST(srdma_mem_check_pin((uintptr_t)gone, srdma_page_size, false) ==
 	     -EFAULT);
-	MUST(srdma_mem_check((uintptr_t)ro, srdma_page_size, true) ==
-	     -EFAULT);
+	MUST(srdma_mem_check((uintptr_t)ro, srdma_page_size, true) == -EFAULT);
 	MUST(srdma_mem_check((uintptr_t)gone, 1, false) == -EFAULT);
 	munmap(ro, srdma_page_size);
 }
@@ -174,8 +173,7 @@ static int scenario_eagain_nopin(void)
 	char *p = fresh();
 
 	/* srdma_mem_check() never populates, whichever path answers. */
-	MUST(srdma_mem_check((uintptr_t)p, PAGES * srdma_page_size, true) ==
-	     0);
+	MUST(srdma_mem_check((uintptr_t)p, PAGES * srdma_page_size, true) == 0);
 	MUST(resident(p) == 0);
 	printf("EAGAIN in srdma_mem_check: answered by /proc/self/maps, "
 	       "0 pages populated\n");
@@ -199,7 +197,7 @@ static int scenario_stale_fd(void)
 	unsigned int a, b, c;
 	int fd, null;
 
-	a = pin_fresh();	/* opens our maps fd */
+	a = pin_fresh(); /* opens our maps fd */
 	fd = find_maps_fd();
 	MUST(fd >= 0);
 	/* The application closes it and the number is reused for a file
@@ -248,11 +246,10 @@ static void test_memcheck_transient_errors_keep_the_ioctl(void **state)
 	(void)state;
 	ret = run(NULL, scenario_none);
 	if (ret == CHILD_NO_QUERY)
-		skip();	/* the kernel lacks PROCMAP_QUERY (< 6.11) */
+		skip(); /* the kernel lacks PROCMAP_QUERY (< 6.11) */
 	assert_int_equal(ret, CHILD_OK);
 	assert_int_equal(run("MAPS_QUERY_EINTR:1", scenario_eintr), CHILD_OK);
-	assert_int_equal(run("MAPS_QUERY_EAGAIN:1", scenario_eagain),
-			 CHILD_OK);
+	assert_int_equal(run("MAPS_QUERY_EAGAIN:1", scenario_eagain), CHILD_OK);
 	assert_int_equal(run("MAPS_QUERY_EAGAIN:1", scenario_eagain_nopin),
 			 CHILD_OK);
 	assert_int_equal(run(NULL, scenario_stale_fd), CHILD_OK);
@@ -263,8 +260,7 @@ static void test_memcheck_no_ioctl_falls_back_for_good(void **state)
 	(void)state;
 	if (run(NULL, scenario_none) == CHILD_NO_QUERY)
 		skip();
-	assert_int_equal(run("MAPS_QUERY_ENOTTY:1", scenario_enotty),
-			 CHILD_OK);
+	assert_int_equal(run("MAPS_QUERY_ENOTTY:1", scenario_enotty), CHILD_OK);
 }
 
 int main(void)

@@ -32,9 +32,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define LW IBV_ACCESS_LOCAL_WRITE
-#define RW IBV_ACCESS_REMOTE_WRITE
-#define RR IBV_ACCESS_REMOTE_READ
+#define LW  IBV_ACCESS_LOCAL_WRITE
+#define RW  IBV_ACCESS_REMOTE_WRITE
+#define RR  IBV_ACCESS_REMOTE_READ
 #define ODP IBV_ACCESS_ON_DEMAND
 
 #define CROWD 5000
@@ -168,8 +168,8 @@ static void test_reg_mr_maps_forged_line(void **state)
 	map_file_at(r, path, fu.pg);
 	/* The bait works: a 512-byte line reader sees U mapped rw. */
 	assert_true(naive_reader_sees((uintptr_t)u, (uintptr_t)(u + fu.pg)));
-	printf("forged line [%s]: %zu-char path names [%p, %p) rw-p\n",
-	       mode(), strlen(path), (void *)u, (void *)(u + fu.pg));
+	printf("forged line [%s]: %zu-char path names [%p, %p) rw-p\n", mode(),
+	       strlen(path), (void *)u, (void *)(u + fu.pg));
 
 	fu_expect_reg_err(fu.pd, u, fu.pg, (uintptr_t)u, LW, EFAULT);
 	fu_expect_reg_err(fu.pd, u, fu.pg, (uintptr_t)u, RR, EFAULT);
@@ -199,7 +199,7 @@ static char *map_pages(size_t n, int prot)
 
 static void check_answers(const char *label)
 {
-	size_t pg = fu.pg, big = 4096;	/* pages: 16 MiB with 4 KiB pages */
+	size_t pg = fu.pg, big = 4096; /* pages: 16 MiB with 4 KiB pages */
 	char *rw = map_pages(4, PROT_READ | PROT_WRITE);
 	char *ro = map_pages(4, PROT_READ);
 	char *none = map_pages(2, PROT_NONE);
@@ -222,8 +222,7 @@ static void check_answers(const char *label)
 	fu_expect_reg_ok(fu.pd, rw, 4 * pg, (uintptr_t)rw, 0);
 	fu_expect_reg_ok(fu.pd, ro, 4 * pg, (uintptr_t)ro, RR);
 	fu_expect_reg_err(fu.pd, ro, pg, (uintptr_t)ro, LW, EFAULT);
-	fu_expect_reg_err(fu.pd, ro + 1, 1, (uintptr_t)ro + 1, LW | RW,
-			  EFAULT);
+	fu_expect_reg_err(fu.pd, ro + 1, 1, (uintptr_t)ro + 1, LW | RW, EFAULT);
 	fu_expect_reg_err(fu.pd, none, pg, (uintptr_t)none, 0, EFAULT);
 	fu_expect_reg_err(fu.pd, none, 2 * pg, (uintptr_t)none, LW, EFAULT);
 	/* write-only: not readable, so not registrable (as PROCMAP_QUERY
@@ -236,8 +235,8 @@ static void check_answers(const char *label)
 	fu_expect_reg_err(fu.pd, mix + pg, pg + 1, (uintptr_t)mix + pg, LW,
 			  EFAULT);
 	fu_expect_reg_err(fu.pd, hole, 3 * pg, (uintptr_t)hole, 0, EFAULT);
-	fu_expect_reg_err(fu.pd, hole + pg - 1, 2, (uintptr_t)hole + pg - 1,
-			  0, EFAULT);
+	fu_expect_reg_err(fu.pd, hole + pg - 1, 2, (uintptr_t)hole + pg - 1, 0,
+			  EFAULT);
 	fu_expect_reg_ok(fu.pd, hole, pg, (uintptr_t)hole, LW);
 	fu_expect_reg_ok(fu.pd, hole + 2 * pg, pg, (uintptr_t)hole + 2 * pg,
 			 LW);
@@ -248,12 +247,10 @@ static void check_answers(const char *label)
 	fu_expect_reg_err(fu.pd, tail, big * pg + 1, (uintptr_t)tail, 0,
 			  EFAULT);
 	assert_int_equal(mprotect(large + (big - 1) * pg, pg, PROT_READ), 0);
-	fu_expect_reg_err(fu.pd, large, big * pg, (uintptr_t)large, LW,
-			  EFAULT);
+	fu_expect_reg_err(fu.pd, large, big * pg, (uintptr_t)large, LW, EFAULT);
 	fu_expect_reg_ok(fu.pd, large, big * pg, (uintptr_t)large, RR);
 	assert_int_equal(munmap(large + big / 2 * pg, pg), 0);
-	fu_expect_reg_err(fu.pd, large, big * pg, (uintptr_t)large, RR,
-			  EFAULT);
+	fu_expect_reg_err(fu.pd, large, big * pg, (uintptr_t)large, RR, EFAULT);
 
 	printf("answers [%s, %s]: %s\n", mode(), label,
 	       fu_failures == fails ? "all as expected" : "DEVIATIONS");
@@ -386,7 +383,7 @@ static void *writer_main(void *arg)
 	uint64_t i;
 
 	for (i = 0; i < w->n; i++)
-		*w->word = *w->word + 1;	/* plain stores: one writer */
+		*w->word = *w->word + 1; /* plain stores: one writer */
 	atomic_store(&w->done, 1);
 	return NULL;
 }
@@ -411,8 +408,7 @@ static void test_reg_mr_maps_never_writes(void **state)
 	printf("never writes [%s]: %u registrations during %" PRIu64
 	       " stores, final value %" PRIu64 "\n",
 	       mode(), regs, w.n, *w.word);
-	fu_expect(*w.word == w.n, "lost %" PRIu64 " stores",
-		  w.n - *w.word);
+	fu_expect(*w.word == w.n, "lost %" PRIu64 " stores", w.n - *w.word);
 	munmap(buf, fu.pg);
 	fu_done();
 }
