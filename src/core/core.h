@@ -317,12 +317,22 @@ struct srdma_mw *srdma_mw_lookup(struct ibv_mw *ibmw);
 /* ---- memory checks ----------------------------------------------------- */
 
 /**
- * srdma_mem_check() - is [addr, addr + len) fully mapped, and writable when
- * @writable? Uses the kernel's PROCMAP_QUERY (one ioctl per VMA) and falls
- * back to parsing /proc/self/maps.
- * Return: 0, or -EFAULT.
+ * srdma_mem_check() - is [addr, addr + len) fully mapped and readable, and
+ * writable when @writable? Asks the kernel (PROCMAP_QUERY, or without it
+ * /proc/self/maps); never touches the memory or its residency.
+ * Context: any thread. Return: 0, or -EFAULT.
  */
 int srdma_mem_check(uint64_t addr, uint64_t len, bool writable);
+
+/**
+ * srdma_mem_check_pin() - srdma_mem_check() for a registration: the same
+ * answers, but without PROCMAP_QUERY it may fault the pages in (as a
+ * writable pin does on an HCA: copy-on-write broken, zero pages replaced).
+ * Never call it for ODP memory, which must stay unpopulated.
+ * Context: any thread. Return: 0, -EFAULT, or -errno (e.g. -EMFILE) when
+ * the answer could not be obtained.
+ */
+int srdma_mem_check_pin(uint64_t addr, uint64_t len, bool writable);
 
 /* Monotonic nanoseconds. */
 uint64_t srdma_now_ns(void);

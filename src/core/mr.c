@@ -11,7 +11,8 @@
  * plus the public struct ibv_mr. Nothing is pinned: a software device
  * reads the live address space, so "pinning" reduces to checking that the
  * range is mapped (and writable for writable access), which memcheck.c
- * does in O(VMAs).
+ * does in O(VMAs) (on kernels before 6.11, small ranges are faulted in as
+ * pinning would; never ODP ones, which are not checked).
  *
  * Dereg follows the ordering of §6 / architecture principle 4: unpublish
  * the handle, mark the key invalid (new accesses fail), drain in-flight
@@ -171,12 +172,14 @@ static int mr_check(struct srdma_context *ctx, const struct srdma_mr_args *a,
 		return -EINVAL;
 	/* 8: mapped, and writable for writable access (not for ODP). */
 	if (!odp && ctx->mem_check) {
-		ret = srdma_mem_check(addr, a->length, acc & ACC_WRITABLE);
+		ret = srdma_mem_check_pin(addr, a->length,
+					  acc & ACC_WRITABLE);
 		if (ret) {
 			srdma_dbg("[%#" PRIx64 ", +%" PRIu64 ") is not %s",
 				  addr, a->length,
-				  (acc & ACC_WRITABLE) ? "mapped writable"
-						       : "mapped");
+				  ret != -EFAULT ? "checkable"
+				  : (acc & ACC_WRITABLE) ? "mapped writable"
+							 : "mapped");
 			return ret;
 		}
 	}
