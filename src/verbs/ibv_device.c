@@ -102,6 +102,12 @@ SRDMA_EXPORT int ibv_close_device(struct ibv_context *context)
 	int ret;
 
 	if (!ctx) {
+		/* A fork child closing its parent's context: ours only. */
+		if (context && srdma_handle_forget_inherited(to_sctx(context),
+							     SRDMA_OBJ_CTX)) {
+			srdma_context_drop_inherited(to_sctx(context));
+			return 0;
+		}
 		errno = EINVAL;
 		return -1;
 	}

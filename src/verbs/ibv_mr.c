@@ -97,5 +97,8 @@ SRDMA_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 
 SRDMA_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
+	/* A fork child's copy of its parent's MR: forget it, nothing more. */
+	if (srdma_handle_forget_inherited(mr, SRDMA_OBJ_MR))
+		return 0;
 	return -srdma_mr_dereg(mr);
 }
