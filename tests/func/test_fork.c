@@ -15,12 +15,18 @@
  * child may have registered is not valid, and that its traffic still
  * works.
  *
+ * The same for librdmacm: a child's calls on its parent's listening id
+ * and event channel fail with EINVAL, destroying them is local (the
+ * parent's listener still takes a connection request afterwards), and
+ * the child can use the CM afresh.
+ *
  * The child never uses cmocka (a failed assert there would unwind into
  * the parent's runner): it prints one line per call and exits with the
  * number of wrong answers. The parent waits with a deadline.
  */
 #include <signal.h>
 #include <sys/wait.h>
+#include <rdma/rdma_cma.h>
 
 #include "dp_util.h"
 
@@ -486,10 +492,141 @@ static void test_inherited_objects(void **state)
 	fu_done();
 }
 
+/* librdmacm: the parent's listener and channel, used in a child. */
+static void child_cm(struct rdma_event_channel *ch, struct rdma_cm_id *lid)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct rdma_event_channel *mine;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id = NULL;
+	struct ibv_qp_attr qa;
+	struct sigaction sact;
+	bool ok;
+	int mask;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	errno = 0;
+	want_m1(rdma_listen(lid, 4), "rdma_listen");
+	want_m1(rdma_bind_addr(lid, (struct sockaddr *)&sin), "rdma_bind_addr");
+	want_m1(rdma_resolve_addr(lid, NULL, (struct sockaddr *)&sin, 1000),
+		"rdma_resolve_addr");
+	want_m1(rdma_resolve_route(lid, 1000), "rdma_resolve_route");
+	want_m1(rdma_connect(lid, NULL), "rdma_connect");
+	want_m1(rdma_accept(lid, NULL), "rdma_accept");
+	want_m1(rdma_reject(lid, NULL, 0), "rdma_reject");
+	want_m1(rdma_disconnect(lid), "rdma_disconnect");
+	want_m1(rdma_init_qp_attr(lid, &qa, &mask), "rdma_init_qp_attr");
+	want_m1(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP),
+		"rdma_create_id (parent's channel)");
+	mine = rdma_create_event_channel();
+	want_m1(rdma_migrate_id(lid, mine), "rdma_migrate_id");
+	want_zero(rdma_destroy_id(lid), "rdma_destroy_id");
+	memset(&sact, 0, sizeof(sact));
+	sact.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sact, NULL);
+	alarm(3);
+	want_m1(rdma_get_cm_event(ch, &ev), "rdma_get_cm_event");
+	alarm(0);
+	rdma_destroy_event_channel(ch);
+	line(true, "%-34s -> (void)", "rdma_destroy_event_channel");
+
+	/* The CM afresh: an id of our own, bound and listening. */
+	sin.sin_port = 0;
+	ok = mine && !rdma_create_id(mine, &id, NULL, RDMA_PS_TCP) &&
+	     !rdma_bind_addr(id, (struct sockaddr *)&sin) &&
+	     !rdma_listen(id, 4);
+	line(ok, "%-34s -> %s", "fresh id: create, bind, listen",
+	     ok ? "ok" : fu_errname(errno));
+	if (id)
+		rdma_destroy_id(id);
+	if (mine)
+		rdma_destroy_event_channel(mine);
+}
+
+static void test_inherited_cm_ids(void **state)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct rdma_event_channel *ch, *cch;
+	struct rdma_cm_id *lid, *cid, *nid;
+	struct rdma_cm_event *ev;
+	int st, port;
+	pid_t pid;
+
+	(void)state;
+	ch = rdma_create_event_channel();
+	cch = rdma_create_event_channel();
+	assert_non_null(ch);
+	assert_non_null(cch);
+	assert_int_equal(rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP), 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(rdma_bind_addr(lid, (struct sockaddr *)&sin), 0);
+	assert_int_equal(rdma_listen(lid, 4), 0);
+	port = ntohs(rdma_get_src_port(lid));
+	assert_true(port > 0);
+
+	fflush(stdout);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		child_cm(ch, lid);
+		fflush(stdout);
+		_exit(n_wrong > 100 ? 100 : n_wrong);
+	}
+	st = wait_child(pid);
+	fu_expect(st == 0, "cm child: exit status %#x (%d wrong answers)", st,
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+
+	/* The parent's listener still takes a connection request. */
+	assert_int_equal(rdma_create_id(cch, &cid, NULL, RDMA_PS_TCP), 0);
+	sin.sin_port = htons((uint16_t)port);
+	fu_expect(rdma_resolve_addr(cid, NULL, (struct sockaddr *)&sin, 2000) ==
+			  0,
+		  "parent: rdma_resolve_addr: %s", fu_errname(errno));
+	ev = NULL;
+	if (poll(&(struct pollfd){.fd = cch->fd, .events = POLLIN}, 1, 5000) ==
+		    1 &&
+	    !rdma_get_cm_event(cch, &ev)) {
+		fu_expect(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED,
+			  "parent: event %s", rdma_event_str(ev->event));
+		rdma_ack_cm_event(ev);
+		fu_expect(rdma_resolve_route(cid, 2000) == 0,
+			  "parent: resolve_route");
+		ev = NULL;
+		if (poll(&(struct pollfd){.fd = cch->fd, .events = POLLIN}, 1,
+			 5000) == 1 &&
+		    !rdma_get_cm_event(cch, &ev))
+			rdma_ack_cm_event(ev);
+		fu_expect(rdma_connect(cid, NULL) == 0, "parent: connect: %s",
+			  fu_errname(errno));
+	}
+	ev = NULL;
+	if (poll(&(struct pollfd){.fd = ch->fd, .events = POLLIN}, 1, 5000) ==
+		    1 &&
+	    !rdma_get_cm_event(ch, &ev)) {
+		printf("fork parent: listener after the child: %s\n",
+		       rdma_event_str(ev->event));
+		fu_expect(ev->event == RDMA_CM_EVENT_CONNECT_REQUEST,
+			  "parent: listener event %s",
+			  rdma_event_str(ev->event));
+		nid = ev->id;
+		rdma_reject(nid, NULL, 0);
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(nid);
+	} else {
+		fu_expect(false, "parent: the listener got no request");
+	}
+	rdma_destroy_id(cid);
+	rdma_destroy_id(lid);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(ch);
+	fu_done();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inherited_objects),
+		cmocka_unit_test(test_inherited_cm_ids),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
