@@ -20,12 +20,20 @@
  * parent's listener still takes a connection request afterwards), and
  * the child can use the CM afresh.
  *
+ * Last, fork() while other parent threads are inside the library (registering
+ * and deregistering, relaxed MRs pending so the timer thread runs, polling):
+ * whatever lock they held is copied locked, yet every child must clean up
+ * what it inherited and open the device afresh without hanging.
+ *
  * The child never uses cmocka (a failed assert there would unwind into
  * the parent's runner): it prints one line per call and exits with the
  * number of wrong answers. The parent waits with a deadline.
  */
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
+#include <infiniband/verbs_relaxed.h>
 #include <rdma/rdma_cma.h>
 
 #include "dp_util.h"
@@ -622,11 +630,135 @@ static void test_inherited_cm_ids(void **state)
 	fu_done();
 }
 
+#define BUSY_FORKS 20
+
+struct busy {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	char *buf;
+	atomic_bool stop;
+	atomic_ulong ops;
+};
+
+/* Keeps ctx->lock, the handle table, the key table and the relaxed pool
+ * (hence the timer thread) busy. */
+static void *busy_thread(void *arg)
+{
+	struct busy *b = arg;
+	struct ibv_wc wc;
+
+	while (!atomic_load(&b->stop)) {
+		struct ibv_mr *mr = ibv_reg_mr(b->pd, b->buf, 4096,
+					       IBV_ACCESS_LOCAL_WRITE);
+		struct ibv_mr *rmr = ibv_reg_mr_relaxed(b->pd, b->buf, 4096,
+							IBV_ACCESS_LOCAL_WRITE);
+
+		if (mr)
+			ibv_dereg_mr(mr);
+		if (rmr)
+			ibv_dereg_mr_relaxed(rmr);
+		(void)ibv_poll_cq(b->cq, 1, &wc);
+		atomic_fetch_add(&b->ops, 1);
+	}
+	return NULL;
+}
+
+/* In the child: clean up the inherited objects, then a fresh context. */
+static int busy_child(struct busy *b, struct ibv_mr *mr)
+{
+	struct ibv_context *ctx;
+	struct ibv_device **list;
+	struct ibv_pd *pd;
+	struct ibv_mr *m;
+	int n = 0, bad = 0;
+
+	bad += ibv_dereg_mr(mr) != 0;
+	bad += ibv_destroy_cq(b->cq) != 0;
+	bad += ibv_dealloc_pd(b->pd) != 0;
+	bad += ibv_close_device(b->ctx) != 0;
+	list = ibv_get_device_list(&n);
+	if (!list || n < 1)
+		return 100;
+	ctx = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	if (!ctx)
+		return 101;
+	pd = ibv_alloc_pd(ctx);
+	m = pd ? ibv_reg_mr(pd, b->buf, 4096, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	bad += !m;
+	if (m)
+		bad += ibv_dereg_mr(m) != 0;
+	if (pd)
+		bad += ibv_dealloc_pd(pd) != 0;
+	bad += ibv_close_device(ctx) != 0;
+	return bad;
+}
+
+static void test_fork_while_busy(void **state)
+{
+	struct busy b;
+	struct ibv_mr *mr;
+	pthread_t th[2];
+	uint64_t t0, worst = 0;
+	int i, st, hung = 0, failed = 0;
+
+	(void)state;
+	memset(&b, 0, sizeof(b));
+	b.ctx = fu_open_srdma();
+	b.pd = ibv_alloc_pd(b.ctx);
+	b.cq = ibv_create_cq(b.ctx, 16, NULL, NULL, 0);
+	b.buf = fu_map(4096, PROT_READ | PROT_WRITE);
+	assert_non_null(b.pd);
+	assert_non_null(b.cq);
+	mr = ibv_reg_mr(b.pd, b.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, busy_thread, &b),
+				 0);
+	for (i = 0; i < BUSY_FORKS; i++) {
+		pid_t pid;
+
+		while (atomic_load(&b.ops) < (unsigned long)(i + 1) * 20)
+			sched_yield();
+		t0 = dp_now_ms();
+		fflush(stdout);
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(busy_child(&b, mr));
+		st = wait_child(pid);
+		if (st == -1)
+			hung++;
+		else if (!WIFEXITED(st) || WEXITSTATUS(st))
+			failed++;
+		if (dp_now_ms() - t0 > worst)
+			worst = dp_now_ms() - t0;
+	}
+	atomic_store(&b.stop, true);
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	printf("fork while busy: %d children of a process with 2 threads in "
+	       "reg/dereg/relaxed/poll: %d hung, %d failed, slowest %" PRIu64
+	       " ms\n",
+	       BUSY_FORKS, hung, failed, worst);
+	fu_expect(!hung && !failed, "%d children hung, %d failed", hung,
+		  failed);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_flush_relaxed_mr(b.pd), 0);
+	assert_int_equal(ibv_destroy_cq(b.cq), 0);
+	assert_int_equal(ibv_dealloc_pd(b.pd), 0);
+	assert_int_equal(ibv_close_device(b.ctx), 0);
+	munmap(b.buf, 4096);
+	fu_done();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inherited_objects),
 		cmocka_unit_test(test_inherited_cm_ids),
+		cmocka_unit_test(test_fork_while_busy),
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
