@@ -191,8 +191,11 @@ void srdma_context_drop_inherited(struct srdma_context *ctx)
 {
 	/* Our copies of the descriptors only: the mappings are absent here
 	 * (MADV_DONTFORK), and their addresses may already be reused. */
-	close(ctx->vctx.context.cmd_fd);
-	close(ctx->async_fd);
-	close(ctx->host.seg_fd);
-	close(ctx->host.reg.fd);
+	int fds[] = { ctx->vctx.context.cmd_fd, ctx->async_fd,
+		      ctx->host.seg_fd, ctx->host.reg.fd };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 }

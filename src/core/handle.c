@@ -62,8 +62,9 @@ static void h_parent(void)
 static void h_child(void)
 {
 	atomic_fetch_add_explicit(&srdma_fork_gen, 1, memory_order_relaxed);
-	/* Threads of the parent do not exist here: start the lock afresh. */
-	pthread_mutex_init(&h_lock, NULL);
+	/* Taken by h_prepare() in the thread that is now the child's only
+	 * one: it is ours to release. */
+	pthread_mutex_unlock(&h_lock);
 }
 
 /* Registered at load, before any object can exist. */
