@@ -49,6 +49,7 @@ struct fork_result {
 	uint32_t child_rkey;	/* a key ibv_reg_mr wrongly returned, or 0 */
 	uint64_t child_addr;
 	int fresh_ok;		/* the child's own context worked */
+	int calls, wrong;	/* the child's checked calls, wrong answers */
 };
 
 struct fork_env {
@@ -58,7 +59,7 @@ struct fork_env {
 	struct ibv_ah *ah;
 };
 
-static int n_wrong;
+static int n_wrong, n_calls;
 
 static void __attribute__((format(printf, 2, 3)))
 line(bool ok, const char *fmt, ...)
@@ -70,6 +71,7 @@ line(bool ok, const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	printf("%s\n", ok ? "" : "   <-- WRONG");
+	n_calls++;
 	if (!ok)
 		n_wrong++;
 }
@@ -349,6 +351,8 @@ static void child_main(struct fork_env *f, struct fork_result *res)
 	res->fresh_ok = child_fresh();
 	if (!res->fresh_ok)
 		n_wrong++;
+	res->calls = n_calls;
+	res->wrong = n_wrong;
 }
 
 /* Wait for @pid within the deadline; kill it past that. Return status. */
@@ -443,6 +447,9 @@ static void test_inherited_objects(void **state)
 	fu_expect(st == 0, "child: exit status %#x (%d wrong answers)", st,
 		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	fu_expect(res->fresh_ok, "child: fresh context did not work");
+	printf("fork: %d verbs calls on inherited objects in the child, %d "
+	       "wrong answers; fresh context in the child: %s\n",
+	       res->calls, res->wrong, res->fresh_ok ? "ok" : "FAILED");
 
 	/* The parent: memory, pending completion and event, traffic. */
 	untouched = all_bytes(f.b.buf, f.b.len, PAT_B);
