@@ -413,6 +413,8 @@ SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 	if (!id)
 		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	ud = id->qp_type == IBV_QPT_UD;
 	srdma_cm_lock();
 	if (cid->state != CM_ROUTE_RESOLVED) {
@@ -493,6 +495,8 @@ SRDMA_EXPORT int rdma_accept(struct rdma_cm_id *id,
 	if (!id)
 		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	ud = id->qp_type == IBV_QPT_UD;
 	srdma_cm_lock();
 	ret = cid->state == CM_REQ_RCVD ? 0 : -EINVAL;
@@ -559,6 +563,8 @@ SRDMA_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	if (!id || (private_data_len && !private_data))
 		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	ud = id->qp_type == IBV_QPT_UD;
 	m.type = ud ? SRDMA_CM_SIDR_REP : SRDMA_CM_REJ;
 	m.reason = ud ? SRDMA_CM_SIDR_REJECT : SRDMA_CM_REJ_CONSUMER_DEFINED;
@@ -587,6 +593,8 @@ SRDMA_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	if (!id)
 		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	if (cid->state != CM_REP_RCVD) {
 		ret = -EINVAL;
@@ -612,6 +620,8 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	if (!id)
 		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	switch (cid->state) {
 	case CM_ESTABLISHED:
@@ -653,6 +663,8 @@ SRDMA_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	if (!id)
 		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	ret = cid->state == CM_REP_SENT || cid->state == CM_ESTABLISHED
 		      ? 0

@@ -47,6 +47,8 @@ int srdma_cm_channel_new(bool internal, struct cm_channel **out)
 	}
 	chan->tail = &chan->head;
 	chan->internal = internal;
+	chan->gen = atomic_load_explicit(&srdma_cm_fork_gen,
+					 memory_order_relaxed);
 	*out = chan;
 	return 0;
 }
@@ -360,6 +362,13 @@ SRDMA_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	if (!channel)
 		return;
 	chan = to_cm_channel(channel);
+	if (srdma_cm_chan_inherited(chan)) {
+		/* The parent's channel: close our copy of its eventfd. */
+		if (chan->ch.fd >= 0)
+			close(chan->ch.fd);
+		chan->ch.fd = -1;
+		return;
+	}
 	/* Events still queued belong to ids the application must destroy
 	 * first; the real library frees the channel regardless. */
 	srdma_cm_lock();
@@ -375,7 +384,8 @@ SRDMA_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
 	struct cm_event *ev;
 	int ret;
 
-	if (!channel || !event) {
+	if (!channel || !event ||
+	    srdma_cm_chan_inherited(to_cm_channel(channel))) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -394,6 +404,9 @@ SRDMA_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 		errno = EINVAL;
 		return -1;
 	}
+	/* An event the parent retrieved before fork(): the parent acks it. */
+	if (srdma_cm_id_inherited(to_cm_event(event)->owner))
+		return 0;
 	event_ack(to_cm_event(event));
 	return 0;
 }
@@ -411,6 +424,11 @@ SRDMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 		return -1;
 	}
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid) ||
+	    (channel && srdma_cm_chan_inherited(to_cm_channel(channel)))) {
+		errno = EINVAL;
+		return -1;
+	}
 	if (cid->sync && !channel) {
 		errno = EINVAL;
 		return -1;

@@ -46,6 +46,21 @@ struct cm_global cm = {
 	.spare_fd = -1,
 };
 
+_Atomic uint32_t srdma_cm_fork_gen;
+
+/* In a fork child: the parent's service thread may have held cm.lock. */
+static void cm_atfork_child(void)
+{
+	atomic_fetch_add_explicit(&srdma_cm_fork_gen, 1, memory_order_relaxed);
+	pthread_mutex_init(&cm.lock, NULL);
+	pthread_cond_init(&cm.cond, NULL);
+}
+
+__attribute__((constructor)) static void cm_register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, cm_atfork_child);
+}
+
 void srdma_cm_lock(void)
 {
 	pthread_mutex_lock(&cm.lock);
@@ -109,6 +124,7 @@ int srdma_cm_id_alloc(struct cm_channel *chan, void *context,
 	id->fd = -1;
 	id->state = CM_IDLE;
 	id->serial = ++cm.next_serial;
+	id->gen = atomic_load_explicit(&srdma_cm_fork_gen, memory_order_relaxed);
 	id->next = cm.ids;
 	cm.ids = id;
 	*out = id;
@@ -181,6 +197,8 @@ SRDMA_EXPORT int rdma_create_id(struct rdma_event_channel *channel,
 		return -1;
 	}
 	ret = ps_qp_type(ps, &qpt);
+	if (!ret && channel && srdma_cm_chan_inherited(to_cm_channel(channel)))
+		ret = -EINVAL;
 	if (!ret) {
 		srdma_cm_lock();
 		ret = srdma_cm_id_alloc(channel ? to_cm_channel(channel) : NULL,
@@ -224,6 +242,17 @@ SRDMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		return -1;
 	}
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid)) {
+		/* The parent's id: close our copies, no shutdown(). */
+		if (cid->fd >= 0)
+			close(cid->fd);
+		cid->fd = -1;
+		if (cid->sync && cid->chan->ch.fd >= 0)
+			close(cid->chan->ch.fd);
+		if (cid->sync)
+			cid->chan->ch.fd = -1;
+		return 0;
+	}
 	srdma_cm_lock();
 	srdma_cm_sync_event_done(cid);
 	/* The peer learns from a REJ or from the closed socket. */
@@ -342,6 +371,8 @@ SRDMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 		return -1;
 	}
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	if (cid->state != CM_IDLE) {
 		ret = -EINVAL;
@@ -375,6 +406,8 @@ SRDMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		return -1;
 	}
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	if (cid->state == CM_IDLE) {
 		ret = id_bind_socket(cid, (struct sockaddr *)&any);
@@ -449,6 +482,8 @@ SRDMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 		return -1;
 	}
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	if (cid->state != CM_IDLE && cid->state != CM_BOUND) {
 		ret = -EINVAL;
@@ -509,6 +544,8 @@ SRDMA_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 		return -1;
 	}
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	if (cid->state != CM_ADDR_RESOLVED) {
 		ret = -EINVAL;
@@ -535,6 +572,8 @@ SRDMA_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname,
 		return -1;
 	}
 	cid = to_cm_id(id);
+	if (srdma_cm_id_inherited(cid))
+		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	if (level == RDMA_OPTION_ID) {
 		switch (optname) {

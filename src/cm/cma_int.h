@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -76,6 +77,7 @@ struct cm_event;
 /* An event channel: struct rdma_event_channel is { int fd }. */
 struct cm_channel {
 	struct rdma_event_channel ch; /* public; fd is an eventfd */
+	uint32_t gen;		      /* immutable: srdma_cm_fork_gen */
 	struct cm_event *head;	      /* queued, not yet retrieved */
 	struct cm_event **tail;
 	bool signaled; /* eventfd counter is non-zero */
@@ -118,6 +120,7 @@ struct cm_device {
 struct cm_id {
 	struct rdma_cm_id id;	 /* public; first */
 	uint64_t serial;	 /* immutable; the epoll key */
+	uint32_t gen;		 /* immutable: srdma_cm_fork_gen */
 	struct cm_channel *chan; /* = id.channel's wrapper */
 	bool sync;		 /* chan is this id's private channel */
 	enum cm_state state;
@@ -199,6 +202,28 @@ static inline int srdma_cm_ret(int ret)
 /* Take / release cm.lock (and reset the state in a forked child). */
 void srdma_cm_lock(void);
 void srdma_cm_unlock(void);
+
+/*
+ * fork(): bumped by an atfork child handler (which also restarts cm.lock,
+ * possibly held by the parent's service thread at fork time). Ids and
+ * channels record it at creation; in a child the parent's ones are dead:
+ * calls on them fail with EINVAL before taking cm.lock, and destroying
+ * them only closes this process's copies of their descriptors (never a
+ * shutdown() of the parent's socket). docs/design/cm.md, "fork".
+ */
+extern _Atomic uint32_t srdma_cm_fork_gen;
+
+static inline bool srdma_cm_id_inherited(const struct cm_id *id)
+{
+	return id->gen != atomic_load_explicit(&srdma_cm_fork_gen,
+					       memory_order_relaxed);
+}
+
+static inline bool srdma_cm_chan_inherited(const struct cm_channel *ch)
+{
+	return ch->gen != atomic_load_explicit(&srdma_cm_fork_gen,
+					       memory_order_relaxed);
+}
 
 /* ---- cma_event.c ---- */
 

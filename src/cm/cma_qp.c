@@ -148,7 +148,8 @@ SRDMA_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id,
 {
 	int ret;
 
-	if (!id || !qp_attr || !qp_attr_mask)
+	if (!id || !qp_attr || !qp_attr_mask ||
+	    srdma_cm_id_inherited(to_cm_id(id)))
 		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	ret = srdma_cm_qp_attr(to_cm_id(id), qp_attr, qp_attr_mask);
@@ -239,7 +240,7 @@ SRDMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 	struct ibv_qp *qp;
 	int ret;
 
-	if (!id || !attr)
+	if (!id || !attr || srdma_cm_id_inherited(to_cm_id(id)))
 		return srdma_cm_ret(-EINVAL);
 	cid = to_cm_id(id);
 	srdma_cm_lock();
@@ -315,8 +316,8 @@ SRDMA_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 SRDMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 {
-	if (!id)
-		return;
+	if (!id || srdma_cm_id_inherited(to_cm_id(id)))
+		return;	/* the parent's QP stays the parent's */
 	srdma_cm_lock();
 	if (id->qp)
 		ibv_destroy_qp(id->qp);
@@ -331,7 +332,8 @@ SRDMA_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 	struct ibv_srq *srq;
 	int ret = 0;
 
-	if (!id || !attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+	if (!id || !attr || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
+	    srdma_cm_id_inherited(to_cm_id(id)))
 		return srdma_cm_ret(-EINVAL);
 	srdma_cm_lock();
 	if (!id->verbs || id->srq) {
@@ -387,8 +389,8 @@ SRDMA_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 
 SRDMA_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
-	if (!id)
-		return;
+	if (!id || srdma_cm_id_inherited(to_cm_id(id)))
+		return;	/* the parent's SRQ stays the parent's */
 	srdma_cm_lock();
 	if (id->srq)
 		(void)ibv_destroy_srq(id->srq);
@@ -482,7 +484,7 @@ SRDMA_EXPORT int rdma_get_request(struct rdma_cm_id *listen,
 	bool sync, has_attr;
 	int ret;
 
-	if (!listen || !id)
+	if (!listen || !id || srdma_cm_id_inherited(to_cm_id(listen)))
 		return srdma_cm_ret(-EINVAL);
 	l = to_cm_id(listen);
 	srdma_cm_lock();

@@ -9,12 +9,20 @@
  * them); the ABI front end fills its op tables. Closing refuses while PDs
  * remain (every other object holds a PD), then unpublishes and removes the
  * segment.
+ *
+ * fork(): the context records the fork generation it was opened in. The
+ * shared mappings it owns (its segment, the registry) are MADV_DONTFORK,
+ * so a child does not even have them; everything inherited is refused at
+ * the entry points before it could be reached (lifetimes.md, "fork").
+ * Closing an inherited context in a child only closes this process's
+ * copies of its descriptors.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +64,18 @@ int srdma_fifo_open(struct srdma_context *ctx, const char *kind,
 	return fd;
 }
 
+/*
+ * Keep a shared mapping out of fork() children: the child's copy of the
+ * library state must not reach the parent's shared memory, even by a bug.
+ * Advisory: on failure the entry-point checks still stand.
+ */
+static void dontfork(void *p, size_t len)
+{
+	if (p && len && madvise(p, len, MADV_DONTFORK))
+		srdma_dbg("madvise(MADV_DONTFORK, %zu bytes): %s", len,
+			  strerror(errno));
+}
+
 int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 {
 	struct srdma_context *ctx;
@@ -79,6 +99,8 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 	pthread_cond_init(&ctx->relaxed_cond, NULL);
 	pthread_cond_init(&ctx->prog_cond, NULL);
 	ctx->next_qp = 1;	/* QPN low bits 0 stay unused */
+	ctx->fork_gen = atomic_load_explicit(&srdma_fork_gen,
+					     memory_order_relaxed);
 
 	ret = srdma_host_attach(&ctx->host, dev->ibdev.name, SRDMA_KEY_SLOTS);
 	if (ret) {
@@ -86,6 +108,8 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 			  dev->ibdev.name, strerror(-ret));
 		goto err_free;
 	}
+	dontfork(ctx->host.seg, ctx->host.seg_size);
+	dontfork(ctx->host.reg.hdr, ctx->host.reg.map_len);
 	ret = srdma_kt_init(&ctx->kt, srdma_seg_keys(ctx->host.seg),
 			    SRDMA_KEY_SLOTS);
 	if (ret)
@@ -167,4 +191,17 @@ int srdma_context_close(struct srdma_context *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 	return 0;
+}
+
+void srdma_context_drop_inherited(struct srdma_context *ctx)
+{
+	/* Our copies of the descriptors only: the mappings are absent here
+	 * (MADV_DONTFORK), and their addresses may already be reused. */
+	int fds[] = { ctx->vctx.context.cmd_fd, ctx->async_fd,
+		      ctx->host.seg_fd, ctx->host.reg.fd, ctx->host.dirfd };
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 }

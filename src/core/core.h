@@ -57,6 +57,27 @@ bool srdma_handle_check(const void *p, enum srdma_obj_type type);
 /* Forget @p. Returns false if it was not recorded as @type. */
 bool srdma_handle_del(const void *p, enum srdma_obj_type type);
 
+/* ---- fork -------------------------------------------------------------- */
+
+/*
+ * The fork generation: 0 in the process that loaded us, bumped by an
+ * atfork child handler in every fork() child. Objects and contexts record
+ * the generation they were created in; one that is older was inherited
+ * from a parent and is dead in this process (docs/design/lifetimes.md,
+ * "fork"). Atomic, read relaxed: it only changes while the child is
+ * single-threaded.
+ */
+extern _Atomic uint32_t srdma_fork_gen;
+
+/**
+ * srdma_handle_forget_inherited() - if @p is an object of @type inherited
+ * across fork(), forget it (this process's handle only) and return true.
+ * Nothing else is touched: the object's memory is the child's copy of the
+ * parent's, and everything it refers to belongs to the parent.
+ * Context: destroy entry points, before any lock of the object.
+ */
+bool srdma_handle_forget_inherited(const void *p, enum srdma_obj_type type);
+
 /* ---- device ------------------------------------------------------------ */
 
 /*
@@ -84,6 +105,7 @@ struct srdma_context {
 	struct srdma_device *dev;	/* immutable */
 	pthread_mutex_t lock;		/* the context lock (see core.h) */
 	struct srdma_host_ctx host;	/* immutable after open */
+	uint32_t fork_gen;		/* immutable: srdma_fork_gen at open */
 	struct srdma_key_table kt;	/* lock */
 	uint32_t next_pd_handle;	/* lock */
 	uint32_t n_pd;			/* lock */
@@ -141,6 +163,18 @@ static inline struct srdma_context *to_sctx(struct ibv_context *ctx)
 	return container_of(ctx, struct srdma_context, vctx.context);
 }
 
+/*
+ * True when @ctx was opened by a parent of this process: it and everything
+ * created on it are dead here. The data-path guard (one load and compare,
+ * no system call); the control path relies on the handle table instead.
+ */
+static inline bool srdma_ctx_inherited(const struct srdma_context *ctx)
+{
+	return unlikely(ctx->fork_gen !=
+			atomic_load_explicit(&srdma_fork_gen,
+					     memory_order_relaxed));
+}
+
 /**
  * srdma_context_open() - open a context on @dev: claim a LID, create the
  * control segment and key table, fill the verbs_context.
@@ -153,6 +187,14 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out);
  * Return: 0 or -EBUSY while PDs are left.
  */
 int srdma_context_close(struct srdma_context *ctx);
+
+/**
+ * srdma_context_drop_inherited() - ibv_close_device of a context inherited
+ * across fork(), after srdma_handle_forget_inherited(): close this
+ * process's copies of its descriptors. Touches no shared state and takes
+ * no lock (a parent thread may have held ctx->lock at fork time).
+ */
+void srdma_context_drop_inherited(struct srdma_context *ctx);
 
 /**
  * srdma_async_get() - dequeue one event, blocking unless async_fd was made

@@ -8,6 +8,14 @@
  * the pointer value up in a process-wide open-addressing hash set, keyed by
  * address, that also records the object's type. Control path only (one
  * mutex); the data path never consults it.
+ *
+ * fork(): every entry also records the fork generation it was added in.
+ * The child's atfork handler bumps srdma_fork_gen, so in a child every
+ * inherited pointer stops being a live object (EINVAL everywhere, like a
+ * destroyed one) without touching a single entry; the entries stay so
+ * that destroy calls can recognise them and forget them locally
+ * (srdma_handle_forget_inherited). The table lock is taken across fork()
+ * so the child's copy of the table is consistent.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,11 +23,17 @@
 
 #include "core/core.h"
 #include "util/fault.h"
+#include "util/log.h"
 
 struct hslot {
 	uintptr_t p;		/* 0 empty, 1 tombstone */
 	uint32_t type;
+	uint32_t gen;		/* srdma_fork_gen when added */
 };
+
+/* Bumped in each fork child, before any thread of it runs. The child is
+ * single-threaded when it changes, so relaxed loads suffice everywhere. */
+_Atomic uint32_t srdma_fork_gen;
 
 static pthread_mutex_t h_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hslot *h_tab;	/* h_lock */
@@ -28,6 +42,36 @@ static size_t h_used;		/* h_lock: live + tombstones */
 static size_t h_live;		/* h_lock */
 
 #define TOMB ((uintptr_t)1)
+
+static uint32_t cur_gen(void)
+{
+	return atomic_load_explicit(&srdma_fork_gen, memory_order_relaxed);
+}
+
+/* Hold h_lock across fork() so that the child's copy is consistent. */
+static void h_prepare(void)
+{
+	pthread_mutex_lock(&h_lock);
+}
+
+static void h_parent(void)
+{
+	pthread_mutex_unlock(&h_lock);
+}
+
+static void h_child(void)
+{
+	atomic_fetch_add_explicit(&srdma_fork_gen, 1, memory_order_relaxed);
+	/* Taken by h_prepare() in the thread that is now the child's only
+	 * one: it is ours to release. */
+	pthread_mutex_unlock(&h_lock);
+}
+
+/* Registered at load, before any object can exist. */
+__attribute__((constructor)) static void h_register_atfork(void)
+{
+	pthread_atfork(h_prepare, h_parent, h_child);
+}
 
 static size_t hash_ptr(uintptr_t p, size_t cap)
 {
@@ -103,6 +147,7 @@ int srdma_handle_add(const void *p, enum srdma_obj_type type)
 		h_used++;
 	h_tab[i].p = v;
 	h_tab[i].type = type;
+	h_tab[i].gen = cur_gen();
 	h_live++;
 out:
 	pthread_mutex_unlock(&h_lock);
@@ -118,7 +163,7 @@ bool srdma_handle_check(const void *p, enum srdma_obj_type type)
 		return false;
 	pthread_mutex_lock(&h_lock);
 	s = find((uintptr_t)p);
-	ok = s && s->type == type;
+	ok = s && s->type == type && s->gen == cur_gen();
 	pthread_mutex_unlock(&h_lock);
 	return ok;
 }
@@ -132,11 +177,31 @@ bool srdma_handle_del(const void *p, enum srdma_obj_type type)
 		return false;
 	pthread_mutex_lock(&h_lock);
 	s = find((uintptr_t)p);
-	if (s && s->type == type) {
+	if (s && s->type == type && s->gen == cur_gen()) {
 		s->p = TOMB;
 		h_live--;
 		ok = true;
 	}
 	pthread_mutex_unlock(&h_lock);
+	return ok;
+}
+
+bool srdma_handle_forget_inherited(const void *p, enum srdma_obj_type type)
+{
+	struct hslot *s;
+	bool ok = false;
+
+	if (!p)
+		return false;
+	pthread_mutex_lock(&h_lock);
+	s = find((uintptr_t)p);
+	if (s && s->type == type && s->gen != cur_gen()) {
+		s->p = TOMB;
+		h_live--;
+		ok = true;
+	}
+	pthread_mutex_unlock(&h_lock);
+	if (ok)
+		srdma_dbg("%p: object inherited across fork() forgotten", p);
 	return ok;
 }

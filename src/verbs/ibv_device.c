@@ -36,11 +36,15 @@ struct srdma_context *srdma_ctx_lookup(struct ibv_context *ctx)
 	return to_sctx(ctx);
 }
 
+static pthread_once_t fork_env_once = PTHREAD_ONCE_INIT;
+
 SRDMA_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
 	struct ibv_device **list = calloc(2, sizeof(*list));
 
 	srdma_log_init();
+	/* As rdma-core's ibverbs_init(), on the first call. */
+	pthread_once(&fork_env_once, srdma_verbs_fork_env);
 	if (!list) {
 		errno = ENOMEM;
 		return NULL;
@@ -102,6 +106,12 @@ SRDMA_EXPORT int ibv_close_device(struct ibv_context *context)
 	int ret;
 
 	if (!ctx) {
+		/* A fork child closing its parent's context: ours only. */
+		if (context && srdma_handle_forget_inherited(to_sctx(context),
+							     SRDMA_OBJ_CTX)) {
+			srdma_context_drop_inherited(to_sctx(context));
+			return 0;
+		}
 		errno = EINVAL;
 		return -1;
 	}

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "core/dp.h"
@@ -47,6 +48,10 @@ ibv_create_comp_channel(struct ibv_context *context)
 
 SRDMA_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
+	if (srdma_handle_forget_inherited(channel, SRDMA_OBJ_CHAN)) {
+		close(channel->fd);	/* our copy of the parent's FIFO */
+		return 0;
+	}
 	if (!channel || !srdma_handle_check(channel, SRDMA_OBJ_CHAN))
 		return EINVAL;
 	return -srdma_chan_destroy(container_of(channel, struct srdma_chan,
@@ -152,6 +157,8 @@ SRDMA_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 
 SRDMA_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 {
+	if (srdma_handle_forget_inherited(cq, SRDMA_OBJ_CQ))
+		return 0;
 	if (!cq || !srdma_handle_check(cq, SRDMA_OBJ_CQ))
 		return EINVAL;
 	return -srdma_cq_destroy(to_scq(cq));
@@ -159,11 +166,15 @@ SRDMA_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 
 static int op_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
+	if (srdma_ctx_inherited(to_scq(cq)->ctx))
+		return -EINVAL;
 	return srdma_cq_poll(to_scq(cq), num_entries, wc);
 }
 
 static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
+	if (srdma_ctx_inherited(to_scq(cq)->ctx))
+		return EINVAL;
 	return -srdma_cq_notify(to_scq(cq), solicited_only != 0);
 }
 
@@ -213,6 +224,8 @@ SRDMA_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 {
 	struct srdma_srq *s = srq_lookup(srq);
 
+	if (!s && srdma_handle_forget_inherited(srq, SRDMA_OBJ_SRQ))
+		return 0;	/* inherited across fork(): ours only */
 	if (!s)
 		return EINVAL;
 	return -srdma_srq_destroy(s);
@@ -221,8 +234,13 @@ SRDMA_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad_wr)
 {
-	return srdma_srq_post_recv(container_of(srq, struct srdma_srq, ibsrq),
-				   wr, bad_wr);
+	struct srdma_srq *s = container_of(srq, struct srdma_srq, ibsrq);
+
+	if (srdma_ctx_inherited(s->ctx)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	return srdma_srq_post_recv(s, wr, bad_wr);
 }
 
 /* ---- QP ------------------------------------------------------------------ */
@@ -307,6 +325,8 @@ SRDMA_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct srdma_qp *s = qp_lookup(qp);
 
+	if (!s && srdma_handle_forget_inherited(qp, SRDMA_OBJ_QP))
+		return 0;	/* inherited across fork(): ours only */
 	if (!s)
 		return EINVAL;
 	return -srdma_qp_destroy(s);
@@ -322,15 +342,28 @@ SRDMA_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 	return &s->ib.qp_ex;
 }
 
+/*
+ * The hot ops below refuse objects inherited across fork() with one load
+ * and compare (srdma_ctx_inherited), before any lock: a lock a parent
+ * thread held at fork time stays locked in the child forever.
+ */
 static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 			struct ibv_send_wr **bad_wr)
 {
+	if (srdma_ctx_inherited(to_sqp(qp)->ctx)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	return srdma_post_send(to_sqp(qp), wr, bad_wr);
 }
 
 static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad_wr)
 {
+	if (srdma_ctx_inherited(to_sqp(qp)->ctx)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	return srdma_qp_post_recv(to_sqp(qp), wr, bad_wr);
 }
 
@@ -360,6 +393,8 @@ SRDMA_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 
 SRDMA_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	if (srdma_handle_forget_inherited(ah, SRDMA_OBJ_AH))
+		return 0;
 	if (!ah || !srdma_handle_check(ah, SRDMA_OBJ_AH))
 		return EINVAL;
 	return -srdma_ah_destroy(container_of(ah, struct srdma_ah, ibah));

@@ -183,6 +183,8 @@ static int qpx_wr_complete(struct ibv_qp_ex *ibqp)
 	uint32_t i;
 	int ret = qp->bld_err;
 
+	if (srdma_ctx_inherited(qp->ctx))
+		ret = EINVAL;	/* inherited across fork() */
 	if (ret || !qp->bld_n)
 		goto out_reset;
 	for (i = 0; i < qp->bld_n; i++) {
@@ -520,6 +522,8 @@ static int cqx_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 
 	if (attr && attr->comp_mask)
 		return EINVAL;
+	if (srdma_ctx_inherited(cq->ctx))
+		return EINVAL;	/* inherited across fork(): before any lock */
 	/* Before poll_lock: progress takes sq_lock and ctx->lock. */
 	if (atomic_load_explicit(&cq->n_pending_qp, memory_order_relaxed))
 		srdma_cq_progress(cq);

@@ -9,12 +9,31 @@
  * The strings are ABI in practice: tools print them and scripts grep for
  * them, so the wording matches what rdma-core 44 prints, value for value.
  *
- * Fork: softrdma never pins memory with the kernel (a "registration" is a
- * record in our own tables), so a child process cannot see a
- * half-registered page. Fork support is therefore reported as
- * IBV_FORK_UNNEEDED and the madvise-style range calls have nothing to do.
+ * Fork support answers exactly as rdma-core 44 does (memory.c, init.c,
+ * ibdev_nl.c): ibv_is_fork_initialized() is IBV_FORK_UNNEEDED when the
+ * kernel's RDMA netlink reports copy-on-fork for pinned pages, else
+ * IBV_FORK_ENABLED once ibv_fork_init() succeeded, else DISABLED; on a
+ * kernel without RDMA netlink (no ib_core, as for a device with no kernel
+ * part) the query fails and the answer is DISABLED. ibv_fork_init() fails
+ * with EINVAL once a range was registered without it (too late), ENOSYS
+ * if madvise(MADV_DONTFORK) does not work. RDMAV_FORK_SAFE/IBV_FORK_SAFE
+ * (set and not "0") call it from the first ibv_get_device_list(). What
+ * softrdma does not copy is the effect: it never pins memory (a
+ * registration is a record in our own tables), so it never madvises
+ * application memory, and the range calls only track "too late".
+ * Objects inherited by a child are refused at the entry points instead
+ * (docs/design/lifetimes.md, "fork").
  */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+#include <rdma/rdma_netlink.h>
 
 #include <infiniband/verbs.h>
 #include <infiniband/sa.h>
@@ -22,6 +41,8 @@
 #include <rdma/ib_user_sa.h>
 
 #include "util/compiler.h"
+#include "util/log.h"
+#include "verbs/verbs_int.h"
 
 /* Looks up @v in a designated-initialiser table; holes and out-of-range
  * values read as "unknown". */
@@ -207,14 +228,133 @@ SRDMA_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
 	return IBV_RATE_MAX;
 }
 
+/* rdma-core's memory.c state: fork support on; a range went unprotected. */
+static atomic_bool fork_enabled;	/* atomic: set once */
+static atomic_bool fork_too_late;	/* atomic: set once */
+static atomic_bool fork_hugepages_safe;	/* atomic: RDMAV_HUGEPAGES_SAFE seen */
+
+/* Walk the attributes of one RDMA_NLDEV_CMD_SYS_GET reply. */
+static bool cof_attr(const struct nlmsghdr *h)
+{
+	const struct nlattr *a = NLMSG_DATA(h);
+	int left = (int)h->nlmsg_len - NLMSG_HDRLEN;
+
+	while (left >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
+	       a->nla_len <= left) {
+		if ((a->nla_type & NLA_TYPE_MASK) ==
+			    RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK &&
+		    a->nla_len >= NLA_HDRLEN + 1)
+			return *((const uint8_t *)a + NLA_HDRLEN) != 0;
+		left -= NLA_ALIGN(a->nla_len);
+		a = (const struct nlattr *)((const char *)a +
+					    NLA_ALIGN(a->nla_len));
+	}
+	return false;	/* older kernels do not report it: no COF */
+}
+
+/*
+ * Does the kernel copy pinned pages on fork? rdma-core 44 asks the RDMA
+ * netlink (RDMA_NLDEV_CMD_SYS_GET, attribute COPY_ON_FORK) on every call;
+ * any failure, including no NETLINK_RDMA at all, means no.
+ */
+static bool kernel_copy_on_fork(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	struct timeval tv = { .tv_sec = 1 };
+	struct nlmsghdr req = {
+		.nlmsg_len = NLMSG_LENGTH(0),
+		.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV,
+					       RDMA_NLDEV_CMD_SYS_GET),
+		.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+		.nlmsg_seq = 1,
+	};
+	union {
+		struct nlmsghdr h;
+		char b[8192];
+	} buf;
+	bool cof = false, done = false;
+	int fd;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+	if (fd < 0)
+		return false;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (sendto(fd, &req, req.nlmsg_len, 0, (struct sockaddr *)&sa,
+		   sizeof(sa)) < 0)
+		goto out;
+	while (!done) {
+		ssize_t n = recv(fd, buf.b, sizeof(buf.b), 0);
+		struct nlmsghdr *h = &buf.h;
+		int left = (int)n;
+
+		if (n <= 0)
+			break;
+		for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_type == NLMSG_ERROR ||
+			    h->nlmsg_type == NLMSG_DONE) {
+				done = true;	/* an error or the ack */
+				break;
+			}
+			if (h->nlmsg_type == req.nlmsg_type)
+				cof = cof_attr(h);
+		}
+	}
+out:
+	close(fd);
+	return cof;
+}
+
+/* A non-ODP registration: rdma-core's ibv_dontfork_range(). */
+void srdma_verbs_fork_note_range(void)
+{
+	if (!atomic_load_explicit(&fork_enabled, memory_order_relaxed))
+		atomic_store_explicit(&fork_too_late, true,
+				      memory_order_relaxed);
+}
+
 SRDMA_EXPORT int ibv_fork_init(void)
 {
+	long ps = sysconf(_SC_PAGESIZE);
+	void *tmp;
+	int ret;
+
+	if (getenv("RDMAV_HUGEPAGES_SAFE"))
+		atomic_store_explicit(&fork_hugepages_safe, true,
+				      memory_order_relaxed);
+	if (atomic_load_explicit(&fork_enabled, memory_order_relaxed))
+		return 0;
+	if (atomic_load_explicit(&fork_too_late, memory_order_relaxed))
+		return EINVAL;
+	if (ps < 0)
+		return errno;
+	if (posix_memalign(&tmp, (size_t)ps, (size_t)ps))
+		return ENOMEM;
+	/* As upstream: fork support needs a working MADV_DONTFORK. */
+	ret = madvise(tmp, (size_t)ps, MADV_DONTFORK) ||
+	      madvise(tmp, (size_t)ps, MADV_DOFORK);
+	free(tmp);
+	if (ret)
+		return ENOSYS;
+	atomic_store_explicit(&fork_enabled, true, memory_order_relaxed);
 	return 0;
 }
 
 SRDMA_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
 {
-	return IBV_FORK_UNNEEDED;
+	if (kernel_copy_on_fork())
+		return IBV_FORK_UNNEEDED;
+	return atomic_load_explicit(&fork_enabled, memory_order_relaxed) ?
+		       IBV_FORK_ENABLED :
+		       IBV_FORK_DISABLED;
+}
+
+void srdma_verbs_fork_env(void)
+{
+	const char *a = getenv("RDMAV_FORK_SAFE"), *b = getenv("IBV_FORK_SAFE");
+
+	if (((a && strcmp(a, "0")) || (b && strcmp(b, "0"))) &&
+	    ibv_fork_init())
+		srdma_warn("fork()-safety requested but init failed");
 }
 
 /* No public header declares the range calls; upstream keeps them in the
@@ -222,10 +362,12 @@ SRDMA_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void)
 int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
+/* Nothing is pinned, so nothing is madvised; only "too late" is kept. */
 SRDMA_EXPORT int ibv_dontfork_range(void *base, size_t size)
 {
 	(void)base;
 	(void)size;
+	srdma_verbs_fork_note_range();
 	return 0;
 }
 
@@ -233,6 +375,7 @@ SRDMA_EXPORT int ibv_dofork_range(void *base, size_t size)
 {
 	(void)base;
 	(void)size;
+	srdma_verbs_fork_note_range();
 	return 0;
 }
 

@@ -40,6 +40,10 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length,
 		.dmabuf_fd = -1,
 	};
 
+	/* rdma-core's ibv_dontfork_range() on non-ODP ranges, for the
+	 * ibv_fork_init() "too late" rule only. */
+	if (!(access & IBV_ACCESS_ON_DEMAND))
+		srdma_verbs_fork_note_range();
 	return srdma_verbs_reg(pd, &a);
 }
 
@@ -87,6 +91,9 @@ SRDMA_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 {
 	int stage, ret;
 
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+	    !(access & IBV_ACCESS_ON_DEMAND))
+		srdma_verbs_fork_note_range();
 	ret = srdma_mr_rereg(mr, flags, pd, addr, length, access, &stage);
 	if (ret) {
 		errno = -ret;
@@ -97,5 +104,8 @@ SRDMA_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd,
 
 SRDMA_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
+	/* A fork child's copy of its parent's MR: forget it, nothing more. */
+	if (srdma_handle_forget_inherited(mr, SRDMA_OBJ_MR))
+		return 0;
 	return -srdma_mr_dereg(mr);
 }

@@ -30,6 +30,8 @@ static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 static int op_dealloc_mw(struct ibv_mw *mw)
 {
+	if (srdma_handle_forget_inherited(mw, SRDMA_OBJ_MW))
+		return 0;	/* inherited across fork(): ours only */
 	return -srdma_mw_dealloc(mw);
 }
 

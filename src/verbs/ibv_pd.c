@@ -32,6 +32,8 @@ SRDMA_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct srdma_pd *pd = srdma_pd_lookup(ibpd);
 
+	if (!pd && srdma_handle_forget_inherited(ibpd, SRDMA_OBJ_PD))
+		return 0;	/* inherited across fork(): ours only */
 	if (!pd)
 		return EINVAL;
 	return -srdma_pd_dealloc(pd);

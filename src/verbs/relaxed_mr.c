@@ -30,6 +30,8 @@ SRDMA_EXPORT struct ibv_mr *ibv_reg_mr_relaxed(struct ibv_pd *pd, void *addr,
 
 SRDMA_EXPORT int ibv_dereg_mr_relaxed(struct ibv_mr *mr)
 {
+	if (srdma_handle_forget_inherited(mr, SRDMA_OBJ_MR))
+		return 0;	/* inherited across fork(): ours only */
 	return -srdma_mr_dereg_relaxed(mr);
 }
 

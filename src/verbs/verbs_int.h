@@ -34,6 +34,15 @@ struct srdma_context *srdma_ctx_lookup(struct ibv_context *ctx);
 struct ibv_mr *srdma_verbs_reg(struct ibv_pd *pd,
 			       const struct srdma_mr_args *a);
 
+/*
+ * Fork support state (ibv_misc.c), as rdma-core 44 keeps it: a non-ODP
+ * registration before ibv_fork_init() makes it too late (EINVAL);
+ * srdma_verbs_fork_env() applies RDMAV_FORK_SAFE / IBV_FORK_SAFE once,
+ * from the first ibv_get_device_list().
+ */
+void srdma_verbs_fork_note_range(void);
+void srdma_verbs_fork_env(void);
+
 #define SRDMA_GID_TBL_LEN 1
 #define SRDMA_PKEY_DEFAULT 0xffff
 

@@ -36,6 +36,8 @@ srdma_pyverbs_test(test_device conformance 300 test_device)
 srdma_pyverbs_test(test_pd conformance 300 test_pd)
 srdma_pyverbs_test(test_mr_bad_flags conformance 300
 	test_mr.MRTest.test_reg_mr_bad_flags)
+# ibv_fork_init / ibv_is_fork_initialized as pyverbs expects them.
+srdma_pyverbs_test(test_fork conformance 300 test_fork)
 
 # Whole modules of the data path (issue 3). Traffic tests poll for up to
 # 10 s each when completions go missing, so these get more time.
