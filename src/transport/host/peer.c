@@ -82,6 +82,10 @@ bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p)
 	/* Relaxed: a stale false only delays noticing by one retry. */
 	if (atomic_load_explicit(&p->dead, memory_order_relaxed))
 		return false;
+	/* A closed segment has its magic cleared (srdma_host_detach()). */
+	if (__atomic_load_n(&p->seg->magic, __ATOMIC_ACQUIRE) !=
+	    SRDMA_SEG_MAGIC)
+		return false;
 	e = &ctx->host.reg.ent[p->reg_index];
 	return atomic_load_explicit(&e->state, memory_order_acquire) ==
 	       SRDMA_REG_LIVE && e->pid == p->pid &&
