@@ -134,3 +134,13 @@ add_test(NAME clients.peer_death
 set_tests_properties(clients.peer_death PROPERTIES TIMEOUT 300
 	LABELS "clients;robust" SKIP_RETURN_CODE 77)
 srdma_test_env(clients.peer_death)
+
+# A long-running rping -s -P under ulimit -n 64 serving 400 sequential
+# clients stays flat in fds, mappings and RSS (issue 9).
+srdma_client_port(rping_persistent_port)
+add_test(NAME clients.rping_persistent
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/rping_persistent.sh
+		$<TARGET_FILE:srdma> ${rping_persistent_port} 400)
+set_tests_properties(clients.rping_persistent PROPERTIES TIMEOUT 300
+	LABELS "clients;robust" SKIP_RETURN_CODE 77)
+srdma_test_env(clients.rping_persistent)
