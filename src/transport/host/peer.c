@@ -82,7 +82,8 @@ bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p)
 	/* Relaxed: a stale false only delays noticing by one retry. */
 	if (atomic_load_explicit(&p->dead, memory_order_relaxed))
 		return false;
-	/* A closed segment has its magic cleared (srdma_host_detach()). */
+	/* A closed segment has its magic cleared: pairs with the release
+	 * store in srdma_host_detach(). */
 	if (__atomic_load_n(&p->seg->magic, __ATOMIC_ACQUIRE) !=
 	    SRDMA_SEG_MAGIC)
 		return false;
