@@ -11,14 +11,23 @@
  * Options: --quick divides the iteration counts by ten; --access=LIST
  * replaces the default LOCAL_WRITE|REMOTE_WRITE|REMOTE_READ with a comma
  * list of names (local_write, remote_write, remote_read, remote_atomic,
- * mw_bind, zero_based, on_demand, relaxed_ordering) or a number.
+ * mw_bind, zero_based, on_demand, relaxed_ordering) or a number;
+ * --maps=N grows the address space to N mappings (VMAs) first, all of
+ * them below the buffers measured, so that a reader of /proc/self/maps
+ * goes through every one before it reaches a buffer (the worst case for
+ * the fallback of kernels without PROCMAP_QUERY; run with
+ * SRDMA_MAPS_QUERY=fallback to take it here); --prefix=WORD replaces
+ * "srdma" as the first word of the result lines.
  */
 #include "bench_util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #define DEFAULT_ACCESS                                                         \
@@ -77,6 +86,59 @@ static int parse_access(const char *list, int *access)
 	return ret;
 }
 
+/* Lines of /proc/self/maps, or -1. */
+static long count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	long n = 0;
+	int c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/*
+ * Add mappings until there are @want: single pages alternately read-only
+ * and read-write (so none merge), at the bottom of an address range that
+ * was free below everything mapped so far. Later mappings are placed
+ * top-down, so above them. Return: the count now, or -1.
+ */
+static long pad_maps(long want)
+{
+	long have = count_maps(), add, i;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), span;
+	char *base;
+
+	if (have < 0 || have >= want)
+		return have;
+	add = want - have;
+	span = (size_t)add * pg + (64UL << 30); /* room for the buffers */
+	base = mmap(NULL, span, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED) {
+		perror("mmap (reserve)");
+		return -1;
+	}
+	munmap(base, span);
+	if (mmap(base, (size_t)add * pg, PROT_READ,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+		 0) != base) {
+		perror("mmap (padding)");
+		return -1;
+	}
+	for (i = 0; i < add; i += 2)
+		if (mprotect(base + (size_t)i * pg, pg,
+			     PROT_READ | PROT_WRITE)) {
+			perror("mprotect (padding)");
+			return -1;
+		}
+	return count_maps();
+}
+
 static int reg_pair(void *ctx, void *buf, size_t size)
 {
 	struct reg_ctx *rc = ctx;
@@ -100,9 +162,11 @@ static int reg_pair(void *ctx, void *buf, size_t size)
 int main(int argc, char **argv)
 {
 	struct reg_ctx rc = {.access = DEFAULT_ACCESS};
+	const char *prefix = "srdma", *query;
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	unsigned int scale = 1;
+	long maps = 0;
 	int i, n, ret = 1;
 
 	for (i = 1; i < argc; i++) {
@@ -111,7 +175,17 @@ int main(int argc, char **argv)
 		if (!strncmp(argv[i], "--access=", 9) &&
 		    !parse_access(argv[i] + 9, &rc.access))
 			continue;
-		fprintf(stderr, "usage: %s [--quick] [--access=LIST]\n",
+		if (!strncmp(argv[i], "--maps=", 7)) {
+			maps = strtol(argv[i] + 7, NULL, 0);
+			continue;
+		}
+		if (!strncmp(argv[i], "--prefix=", 9) && argv[i][9]) {
+			prefix = argv[i] + 9;
+			continue;
+		}
+		fprintf(stderr,
+			"usage: %s [--quick] [--access=LIST] [--maps=N] "
+			"[--prefix=WORD]\n",
 			argv[0]);
 		return 2;
 	}
@@ -136,11 +210,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ibv_alloc_pd: %s\n", strerror(errno));
 		goto out_close;
 	}
-	printf("# device=%s access=%#x\n", ibv_get_device_name(list[0]),
-	       rc.access);
+	maps = pad_maps(maps);
+	if (maps < 0)
+		goto out_dealloc;
+	query = getenv("SRDMA_MAPS_QUERY");
+	printf("# device=%s access=%#x maps=%ld maps_query=%s\n",
+	       ibv_get_device_name(list[0]), rc.access, maps,
+	       query && *query ? query : "auto");
 
-	if (!bench_run("srdma", reg_pair, &rc, scale))
+	if (!bench_run(prefix, reg_pair, &rc, scale))
 		ret = 0;
+
+out_dealloc:
 
 	ibv_dealloc_pd(rc.pd);
 out_close:

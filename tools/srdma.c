@@ -79,6 +79,9 @@ static const char usage_text[] =
 	"ordering; '-' is local read only.\n";
 /* clang-format on */
 
+/* The state directory, opened and checked by open_registry(). */
+static int state_dfd = -1;
+
 static void usage(FILE *f)
 {
 	fputs(usage_text, f);
@@ -412,8 +415,8 @@ static bool next_written_slots(int fd, const struct srdma_seg_hdr *s,
 			       uint32_t *from, uint32_t *to)
 {
 	const off_t esz = sizeof(struct srdma_shm_key);
-	off_t base = (off_t)s->key_off;
-	off_t end = base + (off_t)s->key_slots * esz;
+	off_t base = (off_t)SRDMA_SEG_KEY_OFF;
+	off_t end = base + (off_t)SRDMA_SEG_KEY_SLOTS * esz;
 	off_t pos = base + (off_t)*from * esz;
 	off_t d, h;
 
@@ -423,7 +426,7 @@ static bool next_written_slots(int fd, const struct srdma_seg_hdr *s,
 	if (d < 0) {
 		if (errno == ENXIO)
 			return false; /* only holes from here on */
-		*to = s->key_slots;   /* no SEEK_DATA: scan all */
+		*to = SRDMA_SEG_KEY_SLOTS;   /* no SEEK_DATA: scan all */
 		return true;
 	}
 	if (d >= end)
@@ -506,7 +509,7 @@ static void key_row(struct table *t, const struct ctx_view *c,
 	table_set(t, KC_INFLIGHT, "%u",
 		  atomic_load_explicit(&k->inflight, memory_order_relaxed));
 	if (sn.kind != SRDMA_KIND_MR && sn.state == SRDMA_KEY_VALID &&
-	    sn.mr_slot < s->key_slots) {
+	    sn.mr_slot < SRDMA_SEG_KEY_SLOTS) {
 		uint32_t mr_key = atomic_load_explicit(&keys[sn.mr_slot].key,
 						       memory_order_relaxed);
 
@@ -526,13 +529,13 @@ static void key_rows(struct table *t, const char *dir, const struct ctx_view *c,
 {
 	struct srdma_seg_hdr *s = c->ps.seg;
 	uint32_t from = 0, to, slot;
-	char path[320];
 	int fd;
 
+	(void)dir;
 	/* The file may be gone (owner closed meanwhile): then so are its
 	 * keys, and scanning the orphaned mapping blind would fill holes. */
-	snprintf(path, sizeof(path), "%s/%s", dir, c->seg_name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = openat(state_dfd, c->seg_name,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	while (next_written_slots(fd, s, &from, &to)) {
@@ -598,7 +601,7 @@ static void ctx_row(struct table *t, const struct ctx_view *c,
 			  (uint64_t)atomic_load_explicit(&s->n_dereg,
 							 memory_order_relaxed));
 		if (o->all)
-			table_set(t, CC_SLOTS, "%u", s->key_slots);
+			table_set(t, CC_SLOTS, "%u", SRDMA_SEG_KEY_SLOTS);
 	}
 	if (o->all)
 		table_set(t, CC_SEGMENT, "%s", c->seg_name);
@@ -619,7 +622,7 @@ static void print_access_records(const struct ctx_view *v, size_t n)
 
 		if (c->map_err)
 			continue;
-		for (i = 0; i < c->ps.seg->acc_count; i++) {
+		for (i = 0; i < SRDMA_SEG_ACCESS_RECORDS; i++) {
 			struct srdma_shm_access *a =
 				srdma_seg_access(c->ps.seg, i);
 			/* Pairs with the release store of tag by the
@@ -654,6 +657,8 @@ static const char *seg_err_str(int err)
 		return "malformed, or from another softrdma version";
 	case -ESTALE:
 		return "belongs to another owner";
+	case -EBADMSG:
+		return "registry entry names no valid segment";
 	}
 	return strerror(-err);
 }
@@ -666,21 +671,45 @@ static const char *seg_err_str(int err)
 static int open_registry(const char *cmd, char *dir, size_t len,
 			 struct srdma_registry *r)
 {
+	const char *env = getenv("SRDMA_DIR");
 	char path[320];
 	struct stat st;
 	int ret;
 
-	ret = srdma_host_dir(dir, len);
+	ret = srdma_host_dir(dir, len, &state_dfd);
 	if (ret) {
-		fprintf(stderr, "srdma %s: SRDMA_DIR %s: %s\n", cmd,
-			getenv("SRDMA_DIR") ? getenv("SRDMA_DIR") : "(default)",
-			strerror(-ret));
+		const char *why = strerror(-ret);
+		int fd;
+
+		/* Say why, as the library checks it. */
+		fd = env && *env ? open(env, O_RDONLY | O_DIRECTORY |
+						     O_NOFOLLOW | O_CLOEXEC)
+				 : -1;
+		if (fd >= 0) {
+			if (srdma_host_dir_check(fd))
+				why = srdma_host_dir_check(fd);
+			close(fd);
+		} else if (env && *env && (errno == ELOOP ||
+					   errno == ENOTDIR)) {
+			why = "a symlink or not a directory";
+		}
+		if (env && *env)
+			fprintf(stderr, "srdma %s: SRDMA_DIR %s refused: %s "
+				"(it must be a directory of yours, mode "
+				"0700, not a symlink)\n", cmd, env, why);
+		else
+			fprintf(stderr, "srdma %s: no usable state directory "
+				"(/dev/shm/srdma-%u, $XDG_RUNTIME_DIR/srdma, "
+				"/run/user/%u/srdma): %s; set SRDMA_DIR to a "
+				"private directory (mode 0700)\n", cmd,
+				(unsigned int)geteuid(),
+				(unsigned int)geteuid(), why);
 		return ret;
 	}
 	snprintf(path, sizeof(path), "%s/registry", dir);
-	if (stat(path, &st))
+	if (fstatat(state_dfd, "registry", &st, AT_SYMLINK_NOFOLLOW))
 		return errno == ENOENT ? 1 : -errno;
-	ret = srdma_registry_open(dir, r);
+	ret = srdma_registry_open(state_dfd, r);
 	if (ret)
 		fprintf(stderr, "srdma %s: %s: %s\n", cmd, path,
 			ret == -EPROTO ? "foreign or corrupt registry"
@@ -698,6 +727,7 @@ static size_t collect_contexts(struct srdma_registry *r, const char *dir,
 	for (i = 0; i < SRDMA_REG_ENTRIES; i++) {
 		struct srdma_reg_entry *e = &r->ent[i];
 		struct ctx_view *c = &v[n];
+		char want[sizeof(e->seg_name)];
 
 		/* Pairs with the release store that published the entry. */
 		if (atomic_load_explicit(&e->state, memory_order_acquire) !=
@@ -713,7 +743,16 @@ static size_t collect_contexts(struct srdma_registry *r, const char *dir,
 		memcpy(c->seg_name, e->seg_name, sizeof(e->seg_name));
 		c->seg_name[sizeof(e->seg_name)] = 0;
 		c->alive = srdma_proc_alive(c->pid, c->start_time);
-		c->map_err = srdma_peer_seg_map(dir, c->seg_name, &c->ps);
+		/* Only a name of the one legal form is opened (the entry is
+		 * writable by anyone of the user, and shown as text). */
+		snprintf(want, sizeof(want), "ctx.%u.%d", i + 1, (int)c->pid);
+		if (strcmp(c->seg_name, want)) {
+			c->map_err = -EBADMSG;
+			snprintf(c->seg_name, sizeof(c->seg_name), "(bad name)");
+		} else {
+			c->map_err = srdma_peer_seg_map(state_dfd, c->seg_name,
+							&c->ps);
+		}
 		if (!c->map_err && (c->ps.seg->owner_pid != c->pid ||
 				    c->ps.seg->lid != c->lid ||
 				    c->ps.seg->owner_start != c->start_time)) {
@@ -764,7 +803,8 @@ static bool seg_owner_dead(const char *dir, const char *name, pid_t pid)
 {
 	struct srdma_peer_seg ps;
 
-	if (!srdma_peer_seg_map(dir, name, &ps)) {
+	(void)dir;
+	if (!srdma_peer_seg_map(state_dfd, name, &ps)) {
 		bool dead = !srdma_proc_alive(ps.seg->owner_pid,
 					      ps.seg->owner_start);
 		srdma_peer_seg_unmap(&ps);
@@ -786,13 +826,16 @@ static int orphan_segments(struct srdma_registry *r, const char *dir,
 {
 	struct dirent *d;
 	DIR *dp;
-	int n = 0;
+	int n = 0, fd;
 
-	dp = opendir(dir);
-	if (!dp)
+	fd = openat(state_dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dp = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dp) {
+		if (fd >= 0)
+			close(fd);
 		return 0;
+	}
 	while ((d = readdir(dp))) {
-		char path[320];
 		pid_t pid;
 
 		if (!seg_name_pid(d->d_name, &pid) ||
@@ -808,8 +851,7 @@ static int orphan_segments(struct srdma_registry *r, const char *dir,
 			n++;
 			continue;
 		}
-		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		if (unlink(path) && errno != ENOENT) {
+		if (unlinkat(state_dfd, d->d_name, 0) && errno != ENOENT) {
 			printf("orphaned segment %s (pid %d dead): cannot "
 			       "remove: %s\n",
 			       d->d_name, (int)pid, strerror(errno));
@@ -856,7 +898,7 @@ static void reclaim_dead(struct srdma_registry *r, const char *dir,
 			strerror(-ret));
 		return;
 	}
-	reaped = srdma_registry_reap(r, dir);
+	reaped = srdma_registry_reap(r, state_dfd);
 	for (i = 0; i < n; i++) {
 		struct srdma_reg_entry *e = &r->ent[v[i].index];
 

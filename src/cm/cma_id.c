@@ -43,6 +43,7 @@ struct cm_global cm = {
 	.cond = PTHREAD_COND_INITIALIZER,
 	.epfd = -1,
 	.wakefd = -1,
+	.spare_fd = -1,
 };
 
 void srdma_cm_lock(void)
@@ -59,6 +60,7 @@ void srdma_cm_lock(void)
 		memset(&cm.dev, 0, sizeof(cm.dev));
 		cm.epfd = -1;
 		cm.wakefd = -1;
+		cm.spare_fd = -1;
 		cm.loop_started = false;
 		cm.pid = getpid();
 		/* librdmacm has its own copy of the log settings. */

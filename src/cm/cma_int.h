@@ -42,6 +42,7 @@
 #include "util/compiler.h"
 
 /* Reject reasons of the InfiniBand CM that rdma_cm reports as status. */
+#define SRDMA_CM_REJ_NO_RESOURCES	3
 #define SRDMA_CM_REJ_INVALID_SERVICE_ID 8
 #define SRDMA_CM_REJ_CONSUMER_DEFINED	28
 /* SIDR_REP statuses. */
@@ -126,7 +127,9 @@ struct cm_id {
 	bool child;		/* immutable: made by a listener */
 	struct cm_device *dev;	/* attached device or NULL */
 	struct cm_conn conn;
-	uint64_t deadline_ms; /* CLOCK_MONOTONIC ms, 0 = none */
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC ms, 0 = none; a listener:
+			       * when to watch it again (paused) */
+	bool starved;	      /* listener: refusing, out of fds */
 	uint8_t ack_timeout;  /* RDMA_OPTION_ID_ACK_TIMEOUT */
 	bool ack_timeout_set;
 	uint8_t tos;
@@ -161,6 +164,7 @@ struct cm_global {
 	bool dev_open;
 	int epfd;   /* loop's epoll set, -1 until started */
 	int wakefd; /* eventfd that interrupts epoll_wait */
+	int spare_fd; /* reserve for refusing connections without fds */
 	bool loop_started;
 	pid_t pid; /* process that owns this state */
 };

@@ -17,11 +17,23 @@
  *     hands whole messages to cma_conn.c;
  *   - fires the deadlines of connecting ids.
  *
+ * Running out of file descriptors (accept fails with EMFILE or ENFILE)
+ * must not turn the level-triggered listener into a busy loop, nor leave
+ * clients waiting for a handshake nobody will serve. The thread keeps one
+ * spare fd (/dev/null): it gives it up to accept the pending connection,
+ * answers it "no resources" (REJ reason 3, or SIDR_REP "rejected" for a
+ * UD listener) and closes it, then takes the spare back, so each refused
+ * client fails at once and the queue drains. Should the spare be lost (a
+ * thread of the application took the freed slot), the listener is paused:
+ * left out of the epoll set for LISTEN_PAUSE_MS, then watched again. Once
+ * fds are free, accept() simply works again.
+ *
  * Sockets are non-blocking; the thread never blocks while holding
  * cm.lock. Messages are at most 280 bytes, so a send either fits the
  * socket buffer or the connection is broken.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -34,6 +46,8 @@
 #include "util/log.h"
 
 #define WAKE_KEY 0
+/* How long a listener that cannot even refuse is left unwatched. */
+#define LISTEN_PAUSE_MS 200
 
 uint64_t srdma_cm_now_ms(void)
 {
@@ -51,14 +65,110 @@ void srdma_cm_loop_kick(void)
 		srdma_dbg("wake: %d", errno);
 }
 
+/* True if accept() failed for want of fds or memory, not of connections. */
+static bool accept_starved(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	       err == ENOMEM;
+}
+
+static void spare_take(void)
+{
+	if (cm.spare_fd < 0)
+		cm.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* Answer connection @fd of listener @l "no resources" and close it. */
+static void refuse_conn(struct cm_id *l, int fd)
+{
+	bool ud = l->id.qp_type == IBV_QPT_UD;
+	struct srdma_cm_msg rej = {
+		.type = ud ? SRDMA_CM_SIDR_REP : SRDMA_CM_REJ,
+		.reason = ud ? SRDMA_CM_SIDR_REJECT : SRDMA_CM_REJ_NO_RESOURCES,
+		.port_space = (uint16_t)l->id.ps,
+		.qp_type = (uint8_t)l->id.qp_type,
+	};
+	uint8_t buf[SRDMA_CM_MSG_MAX];
+	int len = srdma_cm_encode(&rej, buf), i;
+
+	if (len > 0 &&
+	    send(fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT) != len)
+		srdma_dbg("refusing a connection: send: %d", errno);
+	/* Unread input would turn close() into a reset that may overtake
+	 * the REJ; read what already came (a REQ is 280 bytes at most). */
+	for (i = 0; i < 4 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0;
+	     i++)
+		;
+	close(fd);
+}
+
+/*
+ * Listener @l has connections queued but the process has no fd for them:
+ * refuse one with the spare fd. Requires cm.lock.
+ * Return: 1 one was refused (more may wait), 0 none was pending, -1 no
+ * spare fd either (the caller pauses the listener).
+ */
+static int refuse_one(struct cm_id *l)
+{
+	int fd, err;
+
+	if (cm.spare_fd < 0)
+		return -1;
+	close(cm.spare_fd);
+	cm.spare_fd = -1;
+	fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	err = errno;
+	if (fd >= 0)
+		refuse_conn(l, fd);
+	spare_take();
+	if (fd >= 0)
+		return 1;
+	if (err == EAGAIN || err == EINTR || err == ECONNABORTED)
+		return 0;
+	return -1;
+}
+
+/* Stop watching listener @l for a while (loop_deadlines resumes it). */
+static void listener_pause(struct cm_id *l)
+{
+	struct epoll_event ev = {.events = 0, .data.u64 = l->serial};
+
+	if (epoll_ctl(cm.epfd, EPOLL_CTL_MOD, l->fd, &ev))
+		srdma_dbg("pausing listener %p: %d", (void *)&l->id, errno);
+	l->deadline_ms = srdma_cm_now_ms() + LISTEN_PAUSE_MS;
+}
+
+/* A paused listener's time is up: watch it again. Requires cm.lock. */
+static void listener_resume(struct cm_id *l)
+{
+	spare_take();
+	if (l->fd >= 0 && srdma_cm_loop_watch(l, false))
+		/* Cannot even re-arm: try again later. */
+		l->deadline_ms = srdma_cm_now_ms() + LISTEN_PAUSE_MS;
+}
+
 /* Accept every pending connection on listener @l. Requires cm.lock. */
 static void loop_accept(struct cm_id *l)
 {
 	struct cm_id *child;
-	int fd;
+	int fd, ret;
 
 	for (;;) {
 		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && accept_starved(errno)) {
+			if (!l->starved)
+				srdma_warn("listener %p: out of file "
+					   "descriptors (%d); refusing "
+					   "connections",
+					   (void *)&l->id, errno);
+			l->starved = true;
+			ret = refuse_one(l);
+			if (ret > 0)
+				continue;
+			if (ret < 0)
+				listener_pause(l);
+			return;
+		}
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR &&
 			    errno != ECONNABORTED)
@@ -67,6 +177,11 @@ static void loop_accept(struct cm_id *l)
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			return;
+		}
+		if (l->starved) {
+			srdma_info("listener %p: accepting again",
+				   (void *)&l->id);
+			l->starved = false;
 		}
 		if (srdma_cm_id_alloc(l->chan, l->id.context, l->id.ps,
 				      l->id.qp_type, &child)) {
@@ -188,7 +303,10 @@ static void loop_deadlines(void)
 		for (id = cm.ids; id; id = id->next) {
 			if (id->deadline_ms && id->deadline_ms <= now) {
 				id->deadline_ms = 0;
-				srdma_cm_conn_timeout(id);
+				if (id->state == CM_LISTEN)
+					listener_resume(id);
+				else
+					srdma_cm_conn_timeout(id);
 				again = true;
 				break;
 			}
@@ -262,6 +380,8 @@ static int loop_start(void)
 	if (ret)
 		goto err_close_wake;
 	cm.loop_started = true;
+	/* The reserve that lets a process out of fds refuse connections. */
+	spare_take();
 	return 0;
 
 err_close_wake:

@@ -37,18 +37,20 @@ int srdma_fifo_open(struct srdma_context *ctx, const char *kind,
 {
 	int fd;
 
+	int dfd = ctx->host.dirfd;
+
 	srdma_fifo_path(ctx, path, len, ctx->host.lid, ctx->host.pid, kind,
 			num);
-	unlink(path);	/* a leftover of a dead owner with our pid */
-	if (mkfifo(path, 0600))
+	unlinkat(dfd, path, 0);	/* a leftover of a dead owner with our pid */
+	if (mkfifoat(dfd, path, 0600))
 		return -errno;
 	/* O_RDWR: the open does not wait for a writer, and the FIFO never
-	 * reports EOF while we hold it. */
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	 * reports EOF while we hold it. O_NOFOLLOW: never someone's link. */
+	fd = openat(dfd, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		int ret = -errno;
 
-		unlink(path);
+		unlinkat(dfd, path, 0);
 		return ret;
 	}
 	return fd;
@@ -88,15 +90,19 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 			    SRDMA_KEY_SLOTS);
 	if (ret)
 		goto err_detach;
-	ctx->host.seg->key_mul = ctx->kt.mul;
-	ctx->host.seg->key_mul_inv = ctx->kt.mul_inv;
-	ctx->host.seg->key_xor = ctx->kt.xor;
+	ctx->host.seg->key_secret[0] = ctx->kt.secret[0];
+	ctx->host.seg->key_secret[1] = ctx->kt.secret[1];
 
 	ret = srdma_fifo_open(ctx, "async", 0, ctx->async_path,
 			      sizeof(ctx->async_path));
 	if (ret < 0)
 		goto err_kt;
 	ctx->async_fd = ret;
+	srdma_async_init(ctx);
+	/* Our segment or registry truncated: wake ibv_get_async_event()
+	 * for IBV_EVENT_DEVICE_FATAL (srdma_async_get()). */
+	srdma_shm_guard_wake(ctx->host.seg, ctx->async_fd);
+	srdma_shm_guard_wake(ctx->host.reg.hdr, ctx->async_fd);
 	ib = &ctx->vctx.context;
 	ib->device = &dev->ibdev;
 	ib->async_fd = ctx->async_fd;
@@ -124,7 +130,7 @@ err_cmdfd:
 	close(ib->cmd_fd);
 err_efd:
 	close(ctx->async_fd);
-	unlink(ctx->async_path);
+	unlinkat(ctx->host.dirfd, ctx->async_path, 0);
 err_kt:
 	srdma_kt_fini(&ctx->kt);
 err_detach:
@@ -150,11 +156,11 @@ int srdma_context_close(struct srdma_context *ctx)
 	srdma_progress_stop(ctx);
 	srdma_handle_del(ctx, SRDMA_OBJ_CTX);
 	srdma_peer_fini(ctx);
+	unlinkat(ctx->host.dirfd, ctx->async_path, 0);
 	srdma_host_detach(&ctx->host);
 	srdma_kt_fini(&ctx->kt);
 	close(ctx->vctx.context.cmd_fd);
 	close(ctx->async_fd);
-	unlink(ctx->async_path);
 	free(ctx->afree);
 	pthread_cond_destroy(&ctx->relaxed_cond);
 	pthread_cond_destroy(&ctx->prog_cond);

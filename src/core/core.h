@@ -23,7 +23,7 @@
 #include "transport/host/host.h"
 
 /* ---- device limits (reported by ibv_query_device) --------------------- */
-#define SRDMA_KEY_SLOTS (1u << 18)	/* MRs + MWs + relaxed pool */
+#define SRDMA_KEY_SLOTS SRDMA_SEG_KEY_SLOTS /* MRs + MWs + relaxed pool */
 #define SRDMA_MAX_MR (1u << 17)
 #define SRDMA_MAX_MW (1u << 16)
 #define SRDMA_MAX_FMR 4096u		/* relaxed-MR pool per context */
@@ -97,7 +97,10 @@ struct srdma_context {
 	int async_fd;			/* FIFO read end behind async_fd: one
 					 * byte per event in the segment's
 					 * async ring (srdma_aev_post) */
-	char async_path[320];		/* immutable */
+	_Atomic bool fatal_sent;	/* IBV_EVENT_DEVICE_FATAL reported
+					 * (our shared state was truncated) */
+	char async_path[320];		/* immutable: FIFO name under
+					 * host.dirfd */
 	/* data path (dp.h) */
 	struct srdma_peer *_Atomic peers[SRDMA_REG_ENTRIES + 1]; /* by LID;
 					 * lock (peer.c) */
@@ -159,6 +162,13 @@ int srdma_context_close(struct srdma_context *ctx);
  * non-blocking by the application. Return: 0 or -errno (-EAGAIN).
  */
 int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev);
+
+/**
+ * srdma_async_init() - size the async FIFO (@ctx->async_fd, just opened)
+ * for every event the queue can hold pending. Best effort, never fails.
+ * Context: context open, before the context is published.
+ */
+void srdma_async_init(struct srdma_context *ctx);
 
 /* ---- PD ---------------------------------------------------------------- */
 struct srdma_pd {
@@ -310,12 +320,22 @@ struct srdma_mw *srdma_mw_lookup(struct ibv_mw *ibmw);
 /* ---- memory checks ----------------------------------------------------- */
 
 /**
- * srdma_mem_check() - is [addr, addr + len) fully mapped, and writable when
- * @writable? Uses the kernel's PROCMAP_QUERY (one ioctl per VMA) and falls
- * back to parsing /proc/self/maps.
- * Return: 0, or -EFAULT.
+ * srdma_mem_check() - is [addr, addr + len) fully mapped and readable, and
+ * writable when @writable? Asks the kernel (PROCMAP_QUERY, or without it
+ * /proc/self/maps); never touches the memory or its residency.
+ * Context: any thread. Return: 0, or -EFAULT.
  */
 int srdma_mem_check(uint64_t addr, uint64_t len, bool writable);
+
+/**
+ * srdma_mem_check_pin() - srdma_mem_check() for a registration: the same
+ * answers, but without PROCMAP_QUERY it may fault the pages in (as a
+ * writable pin does on an HCA: copy-on-write broken, zero pages replaced).
+ * Never call it for ODP memory, which must stay unpopulated.
+ * Context: any thread. Return: 0, -EFAULT, or -errno (e.g. -EMFILE) when
+ * the answer could not be obtained.
+ */
+int srdma_mem_check_pin(uint64_t addr, uint64_t len, bool writable);
 
 /* Monotonic nanoseconds. */
 uint64_t srdma_now_ns(void);

@@ -34,6 +34,13 @@
 
 /* ---- ring arena ----------------------------------------------------------- */
 
+/* Our ring's segment offset, from the private pointer (never re-read). */
+static uint64_t ring_off(const struct srdma_cq *cq)
+{
+	return (uint64_t)((const char *)cq->ring -
+			  (const char *)cq->ctx->host.seg);
+}
+
 static uint64_t page_round(uint64_t len)
 {
 	return (len + srdma_page_size - 1) & ~((uint64_t)srdma_page_size - 1);
@@ -41,7 +48,6 @@ static uint64_t page_round(uint64_t len)
 
 int srdma_arena_alloc(struct srdma_context *ctx, uint64_t len, uint64_t *off)
 {
-	struct srdma_seg_hdr *seg = ctx->host.seg;
 	uint32_t i;
 
 	len = page_round(len);
@@ -50,8 +56,8 @@ int srdma_arena_alloc(struct srdma_context *ctx, uint64_t len, uint64_t *off)
 		ctx->afree = calloc(ctx->cap_afree, sizeof(*ctx->afree));
 		if (!ctx->afree)
 			return -ENOMEM;
-		ctx->afree[0].off = seg->arena_off;
-		ctx->afree[0].len = seg->arena_size;
+		ctx->afree[0].off = SRDMA_SEG_ARENA_OFF;
+		ctx->afree[0].len = SRDMA_SEG_ARENA_SIZE;
 		ctx->n_afree = 1;
 	}
 	for (i = 0; i < ctx->n_afree; i++) {
@@ -75,12 +81,27 @@ void srdma_arena_free(struct srdma_context *ctx, uint64_t off, uint64_t len)
 	uint32_t i;
 
 	len = page_round(len);
+	/*
+	 * Callers pass offsets kept in our segment, which anyone of the user
+	 * can overwrite: a range outside the arena, unaligned, or overlapping
+	 * free space is not ours to free (leaked, never touched).
+	 */
+	for (i = 0; i < ctx->n_afree && ctx->afree[i].off < off; i++)
+		;
+	if (!srdma_seg_ring(ctx->host.seg, off, len) ||
+	    off % srdma_page_size ||
+	    (i > 0 && ctx->afree[i - 1].off + ctx->afree[i - 1].len > off) ||
+	    (i < ctx->n_afree && ctx->afree[i].off - off < len)) {
+		srdma_warn("context lid %u: arena range %#llx+%#llx is not "
+			   "in use: not freed (segment damaged?)",
+			   ctx->host.lid, (unsigned long long)off,
+			   (unsigned long long)len);
+		return;
+	}
 	/* Give the pages back to tmpfs; they read as zeroes again. */
 	if (fallocate(ctx->host.seg_fd, FALLOC_FL_PUNCH_HOLE |
 		      FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len))
 		memset(srdma_seg_ptr(ctx->host.seg, off), 0, len);
-	for (i = 0; i < ctx->n_afree && ctx->afree[i].off < off; i++)
-		;
 	if (i > 0 && ctx->afree[i - 1].off + ctx->afree[i - 1].len == off) {
 		ctx->afree[i - 1].len += len;
 		if (i < ctx->n_afree && off + len == ctx->afree[i].off) {
@@ -139,7 +160,7 @@ int srdma_chan_create(struct srdma_context *ctx, struct srdma_chan **out)
 	ret = srdma_handle_add(ch, SRDMA_OBJ_CHAN);
 	if (ret) {
 		close(fd);
-		unlink(ch->path);
+		unlinkat(ctx->host.dirfd, ch->path, 0);
 		free(ch);
 		return ret;
 	}
@@ -158,7 +179,7 @@ int srdma_chan_destroy(struct srdma_chan *ch)
 		return -EBUSY;
 	if (!srdma_handle_del(ch, SRDMA_OBJ_CHAN))
 		return -EINVAL;
-	unlink(ch->path);
+	unlinkat(ctx->host.dirfd, ch->path, 0);
 	close(ch->ibch.fd);
 	pthread_mutex_lock(&ctx->lock);
 	ctx->n_chan--;
@@ -318,7 +339,7 @@ int srdma_cq_destroy(struct srdma_cq *cq)
 	srdma_shm_unlock(&sh->plock);
 	ctx->cq_by_slot[cq->slot] = NULL;
 	ctx->n_cq--;
-	srdma_arena_free(ctx, sh->ring_off, cq->ring_bytes);
+	srdma_arena_free(ctx, ring_off(cq), cq->ring_bytes);
 	pthread_mutex_unlock(&ctx->lock);
 	if (cq->ch)
 		atomic_fetch_sub(&cq->ch->ncq, 1);
@@ -356,7 +377,7 @@ int srdma_cq_resize(struct srdma_cq *cq, uint32_t cqe)
 		ret = -EINVAL;	/* would not hold what is queued */
 		goto out;
 	}
-	osize = sh->size;
+	osize = (uint32_t)(cq->ring_bytes / sizeof(struct srdma_shm_cqe));
 	for (pos = cons; pos < sh->prod; pos++) {
 		struct srdma_shm_cqe *o = &cq->ring[pos & (osize - 1)];
 		struct srdma_shm_cqe *n = &nring[pos & (size - 1)];
@@ -366,7 +387,7 @@ int srdma_cq_resize(struct srdma_cq *cq, uint32_t cqe)
 		atomic_store_explicit(&n->seq, atomic_load(&o->seq),
 				      memory_order_relaxed);
 	}
-	old_off = sh->ring_off;
+	old_off = ring_off(cq);
 	sh->ring_off = off;
 	sh->size = size;
 	sh->limit = cqe;
@@ -392,6 +413,9 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 		   uint32_t slot, const struct srdma_shm_cqe *cqe,
 		   bool solicited)
 {
+	struct srdma_shm_cqe *ring;
+	uint32_t size;
+	bool died;
 	struct srdma_seg_hdr *seg = p ? p->seg : ctx->host.seg;
 	struct srdma_shm_cq *sh;
 	struct srdma_shm_cqe *e;
@@ -401,37 +425,39 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 	if (slot >= SRDMA_SEG_CQ_SLOTS)
 		return -ENOENT;
 	sh = srdma_seg_cq(seg, slot);
-	if (srdma_shm_lock(&sh->plock) && sh->size &&
-	    sh->ring_off + (uint64_t)sh->size * sizeof(*e) <= seg->seg_size) {
+	died = srdma_shm_lock(&sh->plock);
+	/* Read ring and size once, check the copy (the entry is writable
+	 * by any process of the user): no index leaves the ring arena. */
+	size = sh->size;
+	ring = srdma_seg_ring(seg, sh->ring_off,
+			      (uint64_t)size * sizeof(*e));
+	if (died && size && ring) {
 		/* A producer died after publishing a CQE but before moving
 		 * prod past it: complete its step. */
-		e = (struct srdma_shm_cqe *)srdma_seg_ptr(seg, sh->ring_off) +
-		    (sh->prod & (sh->size - 1));
+		e = ring + (sh->prod & (size - 1));
 		if (atomic_load(&e->seq) == sh->prod + 1)
 			sh->prod++;
 	}
 	if (atomic_load_explicit(&sh->state, memory_order_acquire) !=
-	    SRDMA_OBJ_LIVE || !sh->size ||
-	    sh->ring_off + (uint64_t)sh->size * sizeof(*e) > seg->seg_size) {
+	    SRDMA_OBJ_LIVE || !size || !ring) {
 		srdma_shm_unlock(&sh->plock);
 		return -ENOENT;
 	}
 	pos = sh->prod;
 	if (pos - atomic_load_explicit(&sh->cons, memory_order_acquire) >=
-	    sh->size) {
+	    size) {
 		uint32_t gen = sh->gen;
 		bool first = !atomic_exchange(&sh->overflow, 1);
 
 		srdma_shm_unlock(&sh->plock);
 		srdma_warn("CQ %u of lid %u overflowed: completion lost", slot,
-			   seg->lid);
+			   p ? p->lid : ctx->host.lid);
 		if (first)
 			srdma_aev_post(ctx, p, IBV_EVENT_CQ_ERR,
 				       SRDMA_AEV_OBJ_CQ, slot, gen);
 		return -ENOSPC;
 	}
-	e = (struct srdma_shm_cqe *)srdma_seg_ptr(seg, sh->ring_off) +
-	    (pos & (sh->size - 1));
+	e = ring + (pos & (size - 1));
 	memcpy((char *)e + sizeof(e->seq), (const char *)cqe + sizeof(e->seq),
 	       sizeof(*e) - sizeof(e->seq));
 	/* Publish the CQE, then the position (prod moves last). */
@@ -469,9 +495,11 @@ void srdma_cq_clean(struct srdma_cq *cq, uint32_t qpn)
 
 	pthread_mutex_lock(&cq->poll_lock);
 	srdma_shm_lock(&sh->plock);
-	mask = sh->size - 1;
+	mask = (uint32_t)(cq->ring_bytes / sizeof(struct srdma_shm_cqe)) - 1;
 	pos = out = atomic_load(&sh->cons);
 	end = sh->prod;
+	if (end - pos > (uint64_t)mask + 1)
+		end = pos + mask + 1;	/* damaged counters: stay bounded */
 	for (; pos < end; pos++) {
 		struct srdma_shm_cqe *e = &cq->ring[pos & mask];
 
@@ -499,7 +527,8 @@ int srdma_cq_pop(struct srdma_cq *cq, struct srdma_shm_cqe *out)
 {
 	struct srdma_shm_cq *sh = cq->sh;
 	uint64_t pos = atomic_load_explicit(&sh->cons, memory_order_relaxed);
-	struct srdma_shm_cqe *e = &cq->ring[pos & (sh->size - 1)];
+	uint64_t mask = cq->ring_bytes / sizeof(struct srdma_shm_cqe) - 1;
+	struct srdma_shm_cqe *e = &cq->ring[pos & mask];
 
 	if (atomic_load_explicit(&e->seq, memory_order_acquire) != pos + 1)
 		return -ENOENT;

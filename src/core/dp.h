@@ -102,7 +102,8 @@ void srdma_peer_wake_chan(struct srdma_context *ctx, struct srdma_peer *p,
 void srdma_peer_wake_async(struct srdma_context *ctx, struct srdma_peer *p);
 /* Unmap every peer; at context close (no QP left). */
 void srdma_peer_fini(struct srdma_context *ctx);
-/* Path of a FIFO: kind "chan" (with @num) or "async" (num ignored). */
+/* Name of a FIFO in the state directory (relative to ctx->host.dirfd):
+ * kind "chan" (with @num) or "async" (num ignored). */
 void srdma_fifo_path(const struct srdma_context *ctx, char *buf, size_t len,
 		     uint32_t lid, pid_t pid, const char *kind, uint32_t num);
 
@@ -135,7 +136,8 @@ struct srdma_chan {
 	struct srdma_context *ctx;	/* immutable */
 	uint32_t num;			/* immutable: FIFO name suffix */
 	_Atomic uint32_t ncq;		/* CQs attached */
-	char path[320];			/* immutable */
+	char path[320];			/* immutable: FIFO name in the
+					 * state directory (host.dirfd) */
 };
 
 /* ---- CQ ------------------------------------------------------------------ */
@@ -179,8 +181,12 @@ int srdma_cq_pop(struct srdma_cq *cq, struct srdma_shm_cqe *out);
 void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc);
 
 /**
- * srdma_aev_post() - queue an async event in the async ring of @seg (our
- * own or a peer's) and wake its owner's async fd.
+ * srdma_aev_post() - queue async event @type of object (@obj, @slot, @gen)
+ * in the async queue of @p's context (NULL: our own) and wake its owner's
+ * async fd. Never drops an event of a distinct object; the same event of
+ * the same object still unread is merged with it. Events of an older
+ * generation than one pending in the slot are dropped (that object is
+ * gone). Context: any thread; takes the queue's shared lock.
  */
 void srdma_aev_post(struct srdma_context *ctx, struct srdma_peer *p,
 		    uint32_t type, uint32_t obj, uint32_t slot, uint32_t gen);

@@ -2,11 +2,17 @@
 /*
  * key_table.c - allocation and lock-free checking of MR/MW keys.
  *
- * Allocation (owner only, under the context lock) scans a bitmap
- * cyclically from a cursor, siw style, so a freed slot is reused as late as
- * possible; every reuse draws a tag different from the slot's previous one
- * (rxe rule), so stale keys miss. Index 0 is never produced: the slot that
- * would scramble to it is reserved for good.
+ * Keys are unpredictable (issue 9, ReDMArk): an adversary who has seen
+ * any number of keys of a context guesses another valid one with
+ * probability live keys / 2^32 per try, no better than blind. Allocation
+ * (owner only, under the context lock) draws a random nonzero 24-bit index
+ * from the kernel CSPRNG and maps it to a slot with SipHash-2-4 under the
+ * context's 128-bit secret; if that slot is taken it draws again. The tag
+ * is random too and differs from the slot's previous tag (rxe rule), so a
+ * reused slot never gets back a key it had. The key check maps the index
+ * the same way (one SipHash, ~10 ns) and accepts only the exact key stored
+ * in the slot. Index 0 is never produced and never looked up. Rationale
+ * and the alternatives weighed: docs/design/host-segment.md, "Keys".
  *
  * Readers, in any process, use a seqlock snapshot: fields are read with
  * relaxed atomics between two reads of seq, and the snapshot is retried if
@@ -30,6 +36,7 @@
 #include "util/compiler.h"
 #include "util/fault.h"
 #include "util/log.h"
+#include "util/siphash.h"
 
 /*
  * Key material comes from the kernel's CSPRNG, fetched 256 bytes at a time
@@ -76,52 +83,46 @@ static uint32_t rand32(void)
 	return v;
 }
 
-static uint32_t inverse_mod24(uint32_t a)
+/*
+ * The slot of a nonzero index: the top 32 bits of SipHash-2-4 of the
+ * index (3 bytes, little-endian) scaled to [0, nslots) by a multiply
+ * (Lemire), so each slot has nslots-th of the indices, +- one.
+ */
+static uint32_t index_to_slot(const uint64_t secret[2], uint32_t nslots,
+			      uint32_t index)
 {
-	uint32_t x = a;	/* correct to 3 bits for odd a */
-	int i;
+	uint64_t h = srdma_siphash24_short(secret, index, 3);
 
-	for (i = 0; i < 4; i++)
-		x *= 2 - a * x;
-	return x & SRDMA_KEY_INDEX_MASK;
-}
-
-static uint32_t slot_to_index(const struct srdma_key_table *kt, uint32_t slot)
-{
-	return ((slot * kt->mul) & SRDMA_KEY_INDEX_MASK) ^ kt->xor;
+	return (uint32_t)(((h >> 32) * nslots) >> 32);
 }
 
 uint32_t srdma_key_slot(const struct srdma_key_view *v, uint32_t key)
 {
 	uint32_t index = key >> 8;
-	uint32_t slot;
 
 	if (!index)
 		return UINT32_MAX;
-	slot = ((index ^ v->xor) * v->mul_inv) & SRDMA_KEY_INDEX_MASK;
-	return slot < v->nslots ? slot : UINT32_MAX;
+	return index_to_slot(v->secret, v->nslots, index);
 }
 
 int srdma_kt_init(struct srdma_key_table *kt, struct srdma_shm_key *ent,
 		  uint32_t nslots)
 {
-	uint32_t zero_slot;
+	ssize_t n;
 
+	srdma_assert(nslots && nslots <= SRDMA_KEY_INDEX_MASK + 1);
+	/* Blocking until the CSPRNG is seeded (early boot only): the secret
+	 * must never be weak, unlike rand32()'s fallback. */
+	do
+		n = getrandom(kt->secret, sizeof(kt->secret), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(kt->secret))
+		return n < 0 ? -errno : -EIO;
 	kt->used = calloc((nslots + 63) / 64, sizeof(uint64_t));
 	if (!kt->used)
 		return -ENOMEM;
 	kt->ent = ent;
 	kt->nslots = nslots;
-	kt->mul = (rand32() | 1) & SRDMA_KEY_INDEX_MASK;
-	kt->mul_inv = inverse_mod24(kt->mul);
-	kt->xor = rand32() & SRDMA_KEY_INDEX_MASK;
-	kt->cursor = rand32() % nslots;
-	/* The slot whose index would be 0 is never handed out. */
-	zero_slot = (kt->xor * kt->mul_inv) & SRDMA_KEY_INDEX_MASK;
-	if (zero_slot < nslots) {
-		kt->used[zero_slot / 64] |= 1ull << (zero_slot % 64);
-		kt->nused++;
-	}
 	return 0;
 }
 
@@ -146,35 +147,43 @@ uint32_t srdma_kt_new_tag(struct srdma_key_table *kt, uint32_t slot)
 	uint32_t old = atomic_load_explicit(&kt->ent[slot].key,
 					    memory_order_relaxed);
 
-	return slot_to_index(kt, slot) << 8 | fresh_tag((uint8_t)old);
+	return (old & ~0xffu) | fresh_tag((uint8_t)old);
 }
+
+/*
+ * Tries before srdma_kt_alloc() gives up although a slot is free. With
+ * one free slot of 2^18 a draw hits it with probability 2^-18, so 2^26
+ * tries all miss with probability e^-256; the cap only guards against a
+ * slot that no index maps to (probability ~e^-64 per slot).
+ */
+#define ALLOC_TRIES (1u << 26)
 
 int srdma_kt_alloc(struct srdma_key_table *kt, uint32_t *slot, uint32_t *key)
 {
-	uint32_t words = (kt->nslots + 63) / 64;
-	uint32_t w = kt->cursor / 64, i;
+	unsigned int tries;
 
 	if (SRDMA_FAULT(KT_ALLOC) || kt->nused >= kt->nslots)
 		return -ENOMEM;
-	/* First word: only bits at or after the cursor. */
-	for (i = 0; i <= words; i++, w = (w + 1) % words) {
-		uint64_t freebits = ~kt->used[w];
+	for (tries = 0; tries < ALLOC_TRIES; tries++) {
+		uint32_t index = rand32() & SRDMA_KEY_INDEX_MASK;
 		uint32_t s;
+		uint8_t old;
 
-		if (i == 0)
-			freebits &= ~0ull << (kt->cursor % 64);
-		if (w == words - 1 && kt->nslots % 64)
-			freebits &= (1ull << (kt->nslots % 64)) - 1;
-		if (!freebits)
+		if (!index)
 			continue;
-		s = w * 64 + (uint32_t)__builtin_ctzll(freebits);
-		kt->used[w] |= 1ull << (s % 64);
+		s = index_to_slot(kt->secret, kt->nslots, index);
+		if (kt->used[s / 64] & (1ull << (s % 64)))
+			continue;
+		kt->used[s / 64] |= 1ull << (s % 64);
 		kt->nused++;
-		kt->cursor = (s + 1) % kt->nslots;
+		old = (uint8_t)atomic_load_explicit(&kt->ent[s].key,
+						    memory_order_relaxed);
 		*slot = s;
-		*key = srdma_kt_new_tag(kt, s);
+		*key = index << 8 | fresh_tag(old);
 		return 0;
 	}
+	srdma_warn("key table: no free slot found in %u tries (%u of %u used)",
+		   ALLOC_TRIES, kt->nused, kt->nslots);
 	return -ENOMEM;
 }
 
@@ -230,8 +239,9 @@ int srdma_key_remote_invalidate(const struct srdma_key_view *v, uint32_t key,
 		return r;
 	e = &v->ent[slot];
 	srdma_key_write_begin(e);
-	if (atomic_load(&e->key) == key && e->kind == SRDMA_KIND_MW2)
-		e->state = SRDMA_KEY_INVALID;
+	if (atomic_load(&e->key) == key &&
+	    SRDMA_KEY_GET(e, kind) == SRDMA_KIND_MW2)
+		SRDMA_KEY_PUT(e, state, SRDMA_KEY_INVALID);
 	srdma_key_write_end(e);
 	/* Accesses through the window that began before: let them end. */
 	while (atomic_load(&e->inflight) && ++spins < (1u << 20))
@@ -250,7 +260,7 @@ void srdma_key_write_end(struct srdma_shm_key *e)
 void srdma_key_set_state(struct srdma_shm_key *e, uint8_t state)
 {
 	srdma_key_write_begin(e);
-	e->state = state;
+	SRDMA_KEY_PUT(e, state, state);
 	srdma_key_write_end(e);
 }
 
@@ -260,6 +270,7 @@ void srdma_kt_release(struct srdma_key_table *kt, uint32_t slot)
 	srdma_kt_free(kt, slot);
 }
 
+/* Relaxed loads: see SRDMA_KEY_PUT in key_table.h. */
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 /* A writer holds seq odd for a few stores; a writer that died mid-update

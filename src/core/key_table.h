@@ -2,14 +2,18 @@
 /*
  * key_table.h - allocation of MR/MW keys and the one key check.
  *
- * A key is (index << 8 | tag). The 24-bit index is a per-context scrambled
- * image of a table slot (index = ((slot * mul) mod 2^24) ^ xor, mul odd), so
- * keys are neither sequential nor guessable; index 0 never names a slot.
- * The tag is random and changes on every reuse of a slot, so a stale key
- * misses. Entries live in the context's shared segment (shm_layout.h); the
- * owner writes them under its context lock inside a seqlock section, any
- * process reads them with srdma_key_check() and marks an access in flight
- * with srdma_key_acquire(). Design: docs/design/host-segment.md.
+ * A key is (index << 8 | tag), both random: an allocation draws a random
+ * nonzero 24-bit index until the slot it maps to is free, and a random
+ * tag different from the slot's previous one. The map index -> slot is
+ * SipHash-2-4 under a per-context 128-bit secret (srdma_key_slot()), so
+ * keys seen from a context say nothing about its other keys; the secret
+ * sits in the segment header for same-user peers, which check keys of the
+ * context locally. A key is valid only if it equals, all 32 bits, the key
+ * stored in its slot, so a stale key misses. Entries live in the context's
+ * shared segment (shm_layout.h); the owner writes them under its context
+ * lock inside a seqlock section, any process reads them with
+ * srdma_key_check() and marks an access in flight with srdma_key_acquire().
+ * Design: docs/design/host-segment.md.
  */
 #ifndef SRDMA_CORE_KEY_TABLE_H
 #define SRDMA_CORE_KEY_TABLE_H
@@ -26,17 +30,32 @@ struct srdma_host_ctx;
 struct srdma_key_table {
 	struct srdma_shm_key *ent;	/* immutable: the segment's table */
 	uint32_t nslots;		/* immutable */
-	uint32_t mul, mul_inv, xor;	/* immutable; mirrored in the header */
-	uint64_t *used;			/* owner ctx lock: slot bitmap */
-	uint32_t cursor;		/* owner ctx lock: next slot to try */
 	uint32_t nused;			/* owner ctx lock */
+	uint64_t secret[2];		/* immutable; mirrored in the header */
+	uint64_t *used;			/* owner ctx lock: slot bitmap */
 };
 
 /* What srdma_key_check() looks at: a (possibly remote) key table. */
 struct srdma_key_view {
 	struct srdma_shm_key *ent;
-	uint32_t nslots, mul_inv, xor;
+	uint32_t nslots;
+	uint64_t secret[2];		/* SipHash key of index -> slot */
 };
+
+/*
+ * Every store to a seqlock-protected field of an entry (all but seq, key
+ * and inflight, which are _Atomic) goes through SRDMA_KEY_PUT, inside
+ * srdma_key_write_begin()/_end(). It is a relaxed atomic store: readers in
+ * srdma_key_snapshot() load the same fields with relaxed atomics while a
+ * write may be in progress and discard what they read if seq moved, so a
+ * plain store would be a data race (C11, and TSan says so); the ordering
+ * comes from the seq accesses and fences, not from these. SRDMA_KEY_GET is
+ * the matching load, for a writer that reads a field outside a snapshot
+ * (another process may be writing it: SEND_WITH_INV).
+ */
+#define SRDMA_KEY_PUT(e, field, v)                                             \
+	__atomic_store_n(&(e)->field, (v), __ATOMIC_RELAXED)
+#define SRDMA_KEY_GET(e, field) __atomic_load_n(&(e)->field, __ATOMIC_RELAXED)
 
 /* A consistent copy of one entry. */
 struct srdma_key_snap {
@@ -50,7 +69,7 @@ struct srdma_key_snap {
 /* Why a key check failed, in the fixed order of the checks. */
 enum srdma_key_fail {
 	SRDMA_KCHK_OK = 0,
-	SRDMA_KCHK_NOKEY,	/* index names no slot, or tag mismatch */
+	SRDMA_KCHK_NOKEY,	/* index 0, or not the key stored in its slot */
 	SRDMA_KCHK_KIND,	/* MW key used as lkey, or vice versa */
 	SRDMA_KCHK_PD,		/* object in another PD */
 	SRDMA_KCHK_STATE,	/* deregistered / invalidated / unbound */
@@ -67,28 +86,29 @@ struct srdma_key_ref {
 };
 
 /**
- * srdma_kt_init() - set up an empty key table over the segment's entries.
+ * srdma_kt_init() - set up an empty key table over the segment's entries
+ * and draw its secret (kt->secret, to be stored in the segment header).
  * @kt:  zeroed table
- * @ent: the segment's key entries; @nslots: their count
- * @mul, @mul_inv, @xor: out, to be stored in the segment header
- * Return: 0 or -ENOMEM.
+ * @ent: the segment's key entries; @nslots: their count, 1..2^24
+ * Return: 0, -ENOMEM, or the getrandom() error (never a weak secret).
  */
 int srdma_kt_init(struct srdma_key_table *kt, struct srdma_shm_key *ent,
 		  uint32_t nslots);
 void srdma_kt_fini(struct srdma_key_table *kt);
 
 /**
- * srdma_kt_alloc() - reserve a slot (cyclic, so a freed slot is reused as
- * late as possible) and draw its next key (tag differs from the last one).
+ * srdma_kt_alloc() - draw a random key whose slot is free and reserve the
+ * slot; the key's tag differs from the slot's previous key's tag.
  * Requires: the owner's context lock.
+ * Context: nslots / free-slots tries expected, each ~10 ns.
  * Return: 0 with *slot and *key set, or -ENOMEM when the table is full.
  */
 int srdma_kt_alloc(struct srdma_key_table *kt, uint32_t *slot,
 		   uint32_t *key);
 
 /**
- * srdma_kt_new_tag() - a key for @slot with a fresh tag (MW rebind).
- * Requires: the owner's context lock.
+ * srdma_kt_new_tag() - a key with the index of @slot's current key and a
+ * fresh tag (MW rebind). Requires: the owner's context lock.
  */
 uint32_t srdma_kt_new_tag(struct srdma_key_table *kt, uint32_t slot);
 
@@ -105,7 +125,11 @@ void srdma_kt_free(struct srdma_key_table *kt, uint32_t slot);
  */
 void srdma_kt_release(struct srdma_key_table *kt, uint32_t slot);
 
-/* Slot named by @key in @v, or UINT32_MAX if none. */
+/*
+ * Slot that @key would live in, or UINT32_MAX for index 0. Every other
+ * index maps to some slot: only the comparison with the key stored there
+ * (srdma_key_check()) says whether @key is valid. Lock-free, ~10 ns.
+ */
 uint32_t srdma_key_slot(const struct srdma_key_view *v, uint32_t key);
 
 /**
@@ -193,8 +217,8 @@ static inline void srdma_kt_view(const struct srdma_key_table *kt,
 {
 	v->ent = kt->ent;
 	v->nslots = kt->nslots;
-	v->mul_inv = kt->mul_inv;
-	v->xor = kt->xor;
+	v->secret[0] = kt->secret[0];
+	v->secret[1] = kt->secret[1];
 }
 
 #endif

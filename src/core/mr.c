@@ -11,7 +11,8 @@
  * plus the public struct ibv_mr. Nothing is pinned: a software device
  * reads the live address space, so "pinning" reduces to checking that the
  * range is mapped (and writable for writable access), which memcheck.c
- * does in O(VMAs).
+ * does in O(VMAs) (on kernels before 6.11, small ranges are faulted in as
+ * pinning would; never ODP ones, which are not checked).
  *
  * Dereg follows the ordering of §6 / architecture principle 4: unpublish
  * the handle, mark the key invalid (new accesses fail), drain in-flight
@@ -171,12 +172,14 @@ static int mr_check(struct srdma_context *ctx, const struct srdma_mr_args *a,
 		return -EINVAL;
 	/* 8: mapped, and writable for writable access (not for ODP). */
 	if (!odp && ctx->mem_check) {
-		ret = srdma_mem_check(addr, a->length, acc & ACC_WRITABLE);
+		ret = srdma_mem_check_pin(addr, a->length,
+					  acc & ACC_WRITABLE);
 		if (ret) {
 			srdma_dbg("[%#" PRIx64 ", +%" PRIu64 ") is not %s",
 				  addr, a->length,
-				  (acc & ACC_WRITABLE) ? "mapped writable"
-						       : "mapped");
+				  ret != -EFAULT ? "checkable"
+				  : (acc & ACC_WRITABLE) ? "mapped writable"
+							 : "mapped");
 			return ret;
 		}
 	}
@@ -209,17 +212,17 @@ static void mr_publish_entry(struct srdma_mr *mr, uint8_t state)
 	struct srdma_shm_key *e = &ctx->kt.ent[mr->slot];
 
 	srdma_key_write_begin(e);
-	e->kind = SRDMA_KIND_MR;
-	e->state = state;
-	e->flags = (uint16_t)(mr->flags & SRDMA_MRF_KEY_MASK);
-	e->access = mr->access & ACC_RECORDED;
-	e->pd_handle = mr->pd->ibpd.handle;
-	e->bind_qpn = 0;
-	e->iova = mr->iova;
-	e->length = mr->length;
-	e->host_addr = mr->host_addr;
-	e->mr_slot = mr->slot;
-	e->req_length = mr->ibmr.length;
+	SRDMA_KEY_PUT(e, kind, SRDMA_KIND_MR);
+	SRDMA_KEY_PUT(e, state, state);
+	SRDMA_KEY_PUT(e, flags, (uint16_t)(mr->flags & SRDMA_MRF_KEY_MASK));
+	SRDMA_KEY_PUT(e, access, mr->access & ACC_RECORDED);
+	SRDMA_KEY_PUT(e, pd_handle, mr->pd->ibpd.handle);
+	SRDMA_KEY_PUT(e, bind_qpn, 0);
+	SRDMA_KEY_PUT(e, iova, mr->iova);
+	SRDMA_KEY_PUT(e, length, mr->length);
+	SRDMA_KEY_PUT(e, host_addr, mr->host_addr);
+	SRDMA_KEY_PUT(e, mr_slot, mr->slot);
+	SRDMA_KEY_PUT(e, req_length, mr->ibmr.length);
 	atomic_store_explicit(&e->key, mr->ibmr.lkey, memory_order_relaxed);
 	srdma_key_write_end(e);
 }

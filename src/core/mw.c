@@ -64,17 +64,20 @@ int srdma_mw_alloc(struct ibv_pd *ibpd, enum ibv_mw_type type,
 		goto err_free_slot;
 	e = &ctx->kt.ent[slot];
 	srdma_key_write_begin(e);
-	e->kind = type == IBV_MW_TYPE_1 ? SRDMA_KIND_MW1 : SRDMA_KIND_MW2;
-	e->state = type == IBV_MW_TYPE_1 ? SRDMA_KEY_VALID : SRDMA_KEY_INVALID;
-	e->flags = 0;
-	e->access = 0;
-	e->pd_handle = ibpd->handle;
-	e->bind_qpn = 0;
-	e->iova = 0;
-	e->length = 0;
-	e->host_addr = 0;
-	e->mr_slot = UINT32_MAX;
-	e->req_length = 0;
+	SRDMA_KEY_PUT(e, kind,
+		      type == IBV_MW_TYPE_1 ? SRDMA_KIND_MW1 : SRDMA_KIND_MW2);
+	SRDMA_KEY_PUT(e, state,
+		      type == IBV_MW_TYPE_1 ? SRDMA_KEY_VALID :
+					      SRDMA_KEY_INVALID);
+	SRDMA_KEY_PUT(e, flags, 0);
+	SRDMA_KEY_PUT(e, access, 0);
+	SRDMA_KEY_PUT(e, pd_handle, ibpd->handle);
+	SRDMA_KEY_PUT(e, bind_qpn, 0);
+	SRDMA_KEY_PUT(e, iova, 0);
+	SRDMA_KEY_PUT(e, length, 0);
+	SRDMA_KEY_PUT(e, host_addr, 0);
+	SRDMA_KEY_PUT(e, mr_slot, UINT32_MAX);
+	SRDMA_KEY_PUT(e, req_length, 0);
 	atomic_store_explicit(&e->key, key, memory_order_relaxed);
 	srdma_key_write_end(e);
 	atomic_fetch_add(&pd->usecnt, 1);
@@ -222,7 +225,7 @@ int srdma_mw_bind_exec(struct srdma_context *ctx, struct srdma_pd *qpd,
 	e = &ctx->kt.ent[mw->slot];
 	if ((new_rkey >> 8) != (atomic_load(&e->key) >> 8))
 		why = "key index is not the window's";
-	else if (type2 && e->state == SRDMA_KEY_VALID)
+	else if (type2 && SRDMA_KEY_GET(e, state) == SRDMA_KEY_VALID)
 		why = "type 2 window already bound (o10-37.2.30)";
 	else if (mw->pd != qpd)
 		why = "QP and window in different PDs (C10-72)";
@@ -262,26 +265,29 @@ int srdma_mw_bind_exec(struct srdma_context *ctx, struct srdma_pd *qpd,
 	srdma_key_write_begin(e);
 	atomic_store_explicit(&e->key, new_rkey, memory_order_relaxed);
 	if (unbind) {
-		e->state = SRDMA_KEY_VALID;	/* type 1: valid but empty */
-		e->access = 0;
-		e->iova = 0;
-		e->length = 0;
-		e->host_addr = 0;
-		e->mr_slot = UINT32_MAX;
-		e->flags = 0;
-		e->bind_qpn = 0;
+		/* type 1: valid but empty */
+		SRDMA_KEY_PUT(e, state, SRDMA_KEY_VALID);
+		SRDMA_KEY_PUT(e, access, 0);
+		SRDMA_KEY_PUT(e, iova, 0);
+		SRDMA_KEY_PUT(e, length, 0);
+		SRDMA_KEY_PUT(e, host_addr, 0);
+		SRDMA_KEY_PUT(e, mr_slot, UINT32_MAX);
+		SRDMA_KEY_PUT(e, flags, 0);
+		SRDMA_KEY_PUT(e, bind_qpn, 0);
 	} else {
-		e->state = SRDMA_KEY_VALID;
-		e->access = b->mw_access_flags &
-			    (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			     IBV_ACCESS_REMOTE_ATOMIC);
-		e->iova = zb ? 0 : b->addr;
-		e->length = b->length;
-		e->req_length = b->length;
-		e->host_addr = mr->host_addr + (b->addr - mr->iova);
-		e->mr_slot = mr->slot;
-		e->flags = zb ? SRDMA_KEYF_ZERO_BASED : 0;
-		e->bind_qpn = type2 ? qpn : 0;
+		SRDMA_KEY_PUT(e, state, SRDMA_KEY_VALID);
+		SRDMA_KEY_PUT(e, access,
+			      b->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC));
+		SRDMA_KEY_PUT(e, iova, zb ? 0 : b->addr);
+		SRDMA_KEY_PUT(e, length, b->length);
+		SRDMA_KEY_PUT(e, req_length, b->length);
+		SRDMA_KEY_PUT(e, host_addr,
+			      mr->host_addr + (b->addr - mr->iova));
+		SRDMA_KEY_PUT(e, mr_slot, mr->slot);
+		SRDMA_KEY_PUT(e, flags, zb ? SRDMA_KEYF_ZERO_BASED : 0);
+		SRDMA_KEY_PUT(e, bind_qpn, type2 ? qpn : 0);
 	}
 	srdma_key_write_end(e);
 	srdma_mw_set_mr_locked(mw, unbind ? NULL : mr);

@@ -84,16 +84,32 @@ int srdma_rq_push(struct srdma_shm_rq *rq, struct srdma_seg_hdr *seg,
 		  uint32_t max_wr, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad)
 {
+	uint32_t size, wsz, max_sge;
+	char *ring;
 	int ret = 0;
 
 	srdma_shm_lock(&rq->rlock);
+	/* Immutable fields, but in memory anyone of the user can write:
+	 * read once, check, use the copy. */
+	size = rq->size;
+	wsz = rq->wqe_size;
+	max_sge = rq->max_sge;
+	ring = srdma_seg_ring(seg, rq->ring_off, (uint64_t)size * wsz);
+	if (!ring || !size || max_sge > SRDMA_MAX_SGE ||
+	    wsz < sizeof(struct srdma_shm_rwqe) +
+			  max_sge * sizeof(struct srdma_shm_rsge)) {
+		srdma_shm_unlock(&rq->rlock);
+		if (bad)
+			*bad = wr;
+		return EIO;
+	}
 	for (; wr; wr = wr->next) {
 		uint64_t head = atomic_load_explicit(&rq->head,
 						     memory_order_relaxed);
 		struct srdma_shm_rwqe *w;
 		int i;
 
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > rq->max_sge ||
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge ||
 		    (wr->num_sge && !wr->sg_list)) {
 			ret = EINVAL;
 			break;
@@ -102,9 +118,8 @@ int srdma_rq_push(struct srdma_shm_rq *rq, struct srdma_seg_hdr *seg,
 			ret = ENOMEM;
 			break;
 		}
-		w = (struct srdma_shm_rwqe *)((char *)srdma_seg_ptr(seg,
-					      rq->ring_off) +
-		    (head & (rq->size - 1)) * rq->wqe_size);
+		w = (struct srdma_shm_rwqe *)(ring +
+					      (head & (size - 1)) * wsz);
 		w->wr_id = wr->wr_id;
 		w->num_sge = (uint32_t)wr->num_sge;
 		for (i = 0; i < wr->num_sge; i++) {
@@ -126,15 +141,21 @@ void srdma_rq_flush(struct srdma_context *ctx, struct srdma_peer *p,
 		    uint32_t qpn)
 {
 	struct srdma_shm_rq *rq = &sh->rq;
+	uint32_t size = rq->size, wsz = rq->wqe_size, n = 0;
+	char *ring;
 
-	if (!rq->size)
+	if (!size)
 		return;
 	srdma_shm_lock(&rq->rlock);
-	while (atomic_load(&rq->tail) < atomic_load(&rq->head)) {
+	size = rq->size;
+	wsz = rq->wqe_size;
+	ring = srdma_seg_ring(seg, rq->ring_off, (uint64_t)size * wsz);
+	/* Bounded by the ring size: the counters may be garbage. */
+	while (ring && wsz >= sizeof(struct srdma_shm_rwqe) && n++ < size &&
+	       atomic_load(&rq->tail) < atomic_load(&rq->head)) {
 		uint64_t t = atomic_load(&rq->tail);
 		struct srdma_shm_rwqe *w = (struct srdma_shm_rwqe *)
-			((char *)srdma_seg_ptr(seg, rq->ring_off) +
-			 (t & (rq->size - 1)) * rq->wqe_size);
+			(ring + (t & (size - 1)) * wsz);
 		struct srdma_shm_cqe c = { 0 };
 
 		c.wr_id = w->wr_id;

@@ -335,13 +335,16 @@ struct rq_ctx {
 	struct srdma_shm_srq *srq;	/* or NULL */
 	uint32_t pd;			/* PD the receive buffers must be in */
 	struct srdma_shm_rwqe *wqe;	/* head WQE, rlock held */
+	uint32_t nsge;			/* its SGE count, checked */
 };
 
 /* Lock the target's RQ and find its next WQE. Return false if none. */
 static bool rq_begin(struct target *t, struct rq_ctx *rc)
 {
 	struct srdma_seg_hdr *seg = t->p->seg;
+	uint32_t size, wsz, max_sge;
 	uint64_t tail;
+	char *ring;
 
 	if (t->qp->srq) {
 		uint32_t s = t->qp->srq - 1;
@@ -357,21 +360,28 @@ static bool rq_begin(struct target *t, struct rq_ctx *rc)
 		rc->pd = t->qp->pd_handle;
 	}
 	srdma_shm_lock(&rc->rq->rlock);
+	/* The target's entry is writable by any process of the user: read
+	 * each field once and check the copies, so no index leaves the
+	 * ring arena (or the WQE slot). */
 	tail = atomic_load(&rc->rq->tail);
+	size = rc->rq->size;
+	wsz = rc->rq->wqe_size;
+	max_sge = rc->rq->max_sge;
+	ring = srdma_seg_ring(seg, rc->rq->ring_off, (uint64_t)size * wsz);
 	if ((rc->srq && atomic_load(&rc->srq->live) != SRDMA_OBJ_LIVE) ||
-	    atomic_load(&t->qp->live) != SRDMA_OBJ_LIVE || !rc->rq->size ||
+	    atomic_load(&t->qp->live) != SRDMA_OBJ_LIVE || !size || !ring ||
+	    max_sge > SRDMA_MAX_SGE ||
+	    wsz < sizeof(struct srdma_shm_rwqe) +
+			  max_sge * sizeof(struct srdma_shm_rsge) ||
 	    tail >= atomic_load_explicit(&rc->rq->head,
-					 memory_order_acquire) ||
-	    rc->rq->ring_off + (uint64_t)rc->rq->size * rc->rq->wqe_size >
-	    seg->seg_size) {
+					 memory_order_acquire)) {
 		srdma_shm_unlock(&rc->rq->rlock);
 		return false;
 	}
-	rc->wqe = (struct srdma_shm_rwqe *)((char *)srdma_seg_ptr(seg,
-					    rc->rq->ring_off) +
-		  (tail & (rc->rq->size - 1)) * rc->rq->wqe_size);
-	if (rc->wqe->num_sge > rc->rq->max_sge)
-		rc->wqe->num_sge = rc->rq->max_sge;
+	rc->wqe = (struct srdma_shm_rwqe *)(ring + (tail & (size - 1)) * wsz);
+	rc->nsge = rc->wqe->num_sge;
+	if (rc->nsge > max_sge)
+		rc->nsge = max_sge;
 	return true;
 }
 
@@ -418,7 +428,7 @@ static int scatter(struct srdma_qp *qp, struct target *t, struct rq_ctx *rc,
 	uint64_t done = 0, pdone = 0;
 	uint32_t i;
 
-	for (i = 0; i < rc->wqe->num_sge && (done < len || pdone < prefix_len);
+	for (i = 0; i < rc->nsge && (done < len || pdone < prefix_len);
 	     i++) {
 		struct srdma_shm_rsge s = rc->wqe->sge[i];
 		uint64_t want, base = 0, from_prefix = 0;

@@ -10,10 +10,14 @@
 # Usage: rping_persistent.sh SRDMA_EXE PORT [COUNT]   (COUNT default 400)
 # Prints the server's figures after 50 clients and at the end. Exit 0 if
 # every client succeeded and the end is within 6 fds, 8 mappings and
-# 8 MiB of RSS of the 50-client mark (a peer or two whose owner has not
-# exited yet stay mapped on softrdma's idle list, with their pidfd and
-# wake-up FIFOs; growth per client would be 350 of each); 1 otherwise;
-# 77 if rping is not installed.
+# 24 MiB of RSS of the 50-client mark; 1 otherwise; 77 if rping is not
+# installed. Why those bounds: a peer or two whose owner has not exited
+# yet stay mapped on softrdma's idle list, with their pidfd and wake-up
+# FIFOs (a leak would add 350 of each). The server's own segment gains
+# resident pages until each has been used once: QP slots are handed out
+# round robin (256 B per QP, 4 MiB in all) and keys take random slots of
+# the 16 MiB key table (each MR may land on a page not touched yet), so
+# RssShmem grows by ~10 KiB per rping client at first, 20 MiB at most.
 set -u
 
 srdma=${1:?usage: rping_persistent.sh SRDMA_EXE PORT [COUNT]}
@@ -90,5 +94,5 @@ echo "rping persistent: after $((i - 1)) clients: $f fds, $m mappings," \
 ok=1
 [ $((f - f50)) -le 6 ] || { echo "FAIL: fds grew by $((f - f50))"; ok=; }
 [ $((m - m50)) -le 8 ] || { echo "FAIL: mappings grew by $((m - m50))"; ok=; }
-[ $((r - r50)) -le 8192 ] || { echo "FAIL: RSS grew by $((r - r50)) KiB"; ok=; }
+[ $((r - r50)) -le 24576 ] || { echo "FAIL: RSS grew by $((r - r50)) KiB"; ok=; }
 [ -n "$ok" ]

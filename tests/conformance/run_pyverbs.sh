@@ -71,7 +71,7 @@ fi
 export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONFAULTHANDLER=1	# a crash in the library prints a Python stack
 unset PYTHONHOME PYTHONPATH	# the pyenv python3 on PATH must not leak in
-[ -n "${SRDMA_DIR:-}" ] && mkdir -p "$SRDMA_DIR"
+[ -n "${SRDMA_DIR:-}" ] && mkdir -p -m 0700 "$SRDMA_DIR"
 
 # Preflight: the suite imports mlx5dv and efadv, whose provider libraries bind
 # to libibverbs' private symbol versions. Check that import once, and that it

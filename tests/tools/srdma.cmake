@@ -14,3 +14,12 @@ add_test(NAME tools.srdma
 		$<TARGET_FILE:srdma> $<TARGET_FILE:srdma_mr_holder>)
 set_tests_properties(tools.srdma PROPERTIES TIMEOUT 120 LABELS tools)
 srdma_test_env(tools.srdma)
+
+# The state directory: squatted default path, non-private SRDMA_DIR and
+# planted symlinks (root; a private mount namespace hides /dev/shm, /run).
+add_test(NAME tools.statedir
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_statedir.sh
+		$<TARGET_FILE:srdma> $<TARGET_FILE:srdma_mr_holder>)
+set_tests_properties(tools.statedir PROPERTIES TIMEOUT 120
+	LABELS "tools;robust")
+srdma_test_env(tools.statedir)

@@ -22,6 +22,7 @@
 #include "core/core.h"
 #include "core/key_table.h"
 #include "transport/host/host.h"
+#include "util/siphash.h"
 
 static struct srdma_shm_key *new_entries(uint32_t n)
 {
@@ -36,13 +37,13 @@ static void set_entry(struct srdma_shm_key *e, uint32_t key, uint8_t kind,
 		      uint64_t iova, uint64_t len)
 {
 	srdma_key_write_begin(e);
-	e->kind = kind;
-	e->state = state;
-	e->access = access;
-	e->pd_handle = pd;
-	e->iova = iova;
-	e->length = len;
-	e->host_addr = 0x1000;
+	SRDMA_KEY_PUT(e, kind, kind);
+	SRDMA_KEY_PUT(e, state, state);
+	SRDMA_KEY_PUT(e, access, access);
+	SRDMA_KEY_PUT(e, pd_handle, pd);
+	SRDMA_KEY_PUT(e, iova, iova);
+	SRDMA_KEY_PUT(e, length, len);
+	SRDMA_KEY_PUT(e, host_addr, 0x1000);
 	atomic_store(&e->key, key);
 	srdma_key_write_end(e);
 }
@@ -109,7 +110,8 @@ static void test_key_table_stale_tag_misses(void **state)
 			set_entry(&ent[slot2], key2, SRDMA_KIND_MR,
 				  SRDMA_KEY_VALID, 0, 1, 0, 100);
 		} while (slot2 != slot);
-		assert_true((key2 >> 8) == (key >> 8));
+		/* A fresh random index, and a tag that differs from the
+		 * slot's previous one: never the same key again at once. */
 		assert_true((key2 & 0xff) != (key & 0xff));
 		/* The stale key misses although the slot is live again. */
 		assert_int_equal(srdma_key_check(&v, key, BIT(SRDMA_KIND_MR),
@@ -119,13 +121,29 @@ static void test_key_table_stale_tag_misses(void **state)
 		for (slot2 = 0; slot2 < 4; slot2++)
 			if (kt.used[0] & (1ull << slot2) &&
 			    atomic_load(&ent[slot2].key) &&
-			    ent[slot2].state == SRDMA_KEY_VALID) {
-				ent[slot2].state = SRDMA_KEY_FREE;
+			    SRDMA_KEY_GET(&ent[slot2], state) ==
+				    SRDMA_KEY_VALID) {
+				srdma_key_set_state(&ent[slot2],
+						    SRDMA_KEY_FREE);
 				srdma_kt_free(&kt, slot2);
 			}
 	}
 	srdma_kt_fini(&kt);
 	free(ent);
+}
+
+/* The index -> slot map is SipHash-2-4: check the reference vectors
+ * (key 00 01 .. 0f, message 00 01 .. of length 0, 3 and 7). */
+static void test_siphash_reference_vectors(void **state)
+{
+	const uint64_t k[2] = { 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull };
+
+	(void)state;
+	assert_true(srdma_siphash24_short(k, 0, 0) == 0x726fdb47dd0e0e31ull);
+	assert_true(srdma_siphash24_short(k, 0x020100, 3) ==
+		    0x85676696d7fb7e2dull);
+	assert_true(srdma_siphash24_short(k, 0x06050403020100ull, 7) ==
+		    0xab0200f58b01d137ull);
 }
 
 static void test_key_check_fixed_order(void **state)
@@ -267,7 +285,7 @@ static void test_key_drain_waits_for_inflight_access(void **state)
 	while (!atomic_load(&a.acquired))
 		;
 	srdma_key_write_begin(&ent[slot]);
-	ent[slot].state = SRDMA_KEY_INVALID;
+	SRDMA_KEY_PUT(&ent[slot], state, SRDMA_KEY_INVALID);
 	srdma_key_write_end(&ent[slot]);
 	/* New accesses fail at once ... */
 	assert_int_equal(srdma_key_acquire(&v, key, BIT(SRDMA_KIND_MR), 1, 0,
@@ -286,11 +304,11 @@ static void test_key_drain_waits_for_inflight_access(void **state)
 static void attach(struct srdma_host_ctx *h, struct srdma_key_table *kt)
 {
 	memset(h, 0, sizeof(*h));
-	assert_int_equal(srdma_host_attach(h, "unit", 1024), 0);
-	assert_int_equal(srdma_kt_init(kt, srdma_seg_keys(h->seg), 1024), 0);
-	h->seg->key_mul = kt->mul;
-	h->seg->key_mul_inv = kt->mul_inv;
-	h->seg->key_xor = kt->xor;
+	assert_int_equal(srdma_host_attach(h, "unit", SRDMA_SEG_KEY_SLOTS), 0);
+	assert_int_equal(srdma_kt_init(kt, srdma_seg_keys(h->seg),
+					SRDMA_SEG_KEY_SLOTS), 0);
+	h->seg->key_secret[0] = kt->secret[0];
+	h->seg->key_secret[1] = kt->secret[1];
 	srdma_host_publish(h);
 }
 
@@ -322,12 +340,12 @@ static void test_key_drain_clears_mark_of_dead_initiator(void **state)
 		int idx;
 
 		attach(&ch, &ckt);
-		if (srdma_peer_seg_map(h.dir, h.seg_name, &ps))
+		if (srdma_peer_seg_map(h.dirfd, h.seg_name, &ps))
 			_exit(2);
 		v.ent = srdma_seg_keys(ps.seg);
 		v.nslots = ps.seg->key_slots;
-		v.mul_inv = ps.seg->key_mul_inv;
-		v.xor = ps.seg->key_xor;
+		v.secret[0] = ps.seg->key_secret[0];
+		v.secret[1] = ps.seg->key_secret[1];
 		idx = srdma_host_acc_reserve(&ch);
 		if (srdma_key_acquire(&v, key, BIT(SRDMA_KIND_MR), 1, 0, 0, 8,
 				      srdma_seg_access(ch.seg, idx),
@@ -397,6 +415,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_key_table_keys_distinct_index_never_zero),
 		cmocka_unit_test(test_key_table_stale_tag_misses),
+		cmocka_unit_test(test_siphash_reference_vectors),
 		cmocka_unit_test(test_key_check_fixed_order),
 		cmocka_unit_test(test_key_check_bounds_cannot_wrap),
 		cmocka_unit_test(test_key_drain_waits_for_inflight_access),

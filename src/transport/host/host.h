@@ -22,8 +22,9 @@
 struct srdma_registry {
 	int fd;				/* registry file, O_RDWR */
 	struct srdma_reg_hdr *hdr;	/* mapping; immutable after open */
-	struct srdma_reg_entry *ent;	/* hdr + entries_off */
-	size_t map_len;
+	struct srdma_reg_entry *ent;	/* hdr + sizeof(hdr): a constant,
+					 * never entries_off from the file */
+	size_t map_len;			/* SRDMA_REG_SIZE */
 };
 
 struct srdma_host_ctx {
@@ -36,7 +37,9 @@ struct srdma_host_ctx {
 	pid_t pid;			/* immutable: owner at attach time */
 	uint64_t start_time;		/* immutable */
 	char seg_name[48];		/* immutable */
-	char dir[256];			/* immutable: SRDMA_DIR resolved */
+	char dir[256];			/* immutable: SRDMA_DIR resolved (for
+					 * messages; files go through dirfd) */
+	int dirfd;			/* immutable: the checked directory */
 	_Atomic uint64_t acc_busy;	/* bitmap of access records in use */
 };
 
@@ -47,19 +50,36 @@ struct srdma_peer_seg {
 };
 
 /**
- * srdma_host_dir() - resolve SRDMA_DIR (default /dev/shm/srdma-<uid>) and
- * make sure it exists, is ours and is mode 0700.
+ * srdma_host_dir() - resolve the state directory and open it.
  * @buf: receives the path; @len: its size
- * Return: 0, or -errno (-EACCES when the directory belongs to another user).
+ * @dfd: receives an O_DIRECTORY fd of it (close it when done)
+ *
+ * SRDMA_DIR if set, else the first usable of /dev/shm/srdma-<euid>,
+ * $XDG_RUNTIME_DIR/srdma, /run/user/<euid>/srdma and (root only)
+ * /run/srdma-0: the same ordered list in every process of the user, so
+ * they agree without talking. A directory is created 0700 if missing and
+ * usable only if it is a real directory (not a symlink), owned by our
+ * euid, and mode 0700 exactly. An explicit SRDMA_DIR that fails the check
+ * is an error (logged); a default one that fails is skipped (logged at
+ * info level). Return: 0 or -errno (-EACCES, -ELOOP, -ENOTDIR, ...).
  */
-int srdma_host_dir(char *buf, size_t len);
+int srdma_host_dir(char *buf, size_t len, int *dfd);
 
 /**
- * srdma_registry_open() - map (creating if needed) the host registry.
- * @dir: SRDMA_DIR; @r: filled on success
- * Return: 0 or -errno. Release with srdma_registry_close().
+ * srdma_host_dir_check() - why the directory @path, opened as @fd, may not
+ * be used, or NULL if it may (see srdma_host_dir()). Pure but for fstat.
  */
-int srdma_registry_open(const char *dir, struct srdma_registry *r);
+const char *srdma_host_dir_check(int fd);
+
+/**
+ * srdma_registry_open() - map (creating or repairing if needed) the host
+ * registry under the directory @dfd.
+ * Return: 0 or -errno (-EPROTO: a registry of another softrdma version).
+ * A short file is extended and a damaged header rewritten (both logged);
+ * entries are checked one by one where they are used.
+ * Release with srdma_registry_close().
+ */
+int srdma_registry_open(int dfd, struct srdma_registry *r);
 void srdma_registry_close(struct srdma_registry *r);
 
 /**
@@ -69,7 +89,14 @@ void srdma_registry_close(struct srdma_registry *r);
  * Requires: the registry flock held exclusively (srdma_registry_lock()).
  * Return: number of entries reaped.
  */
-int srdma_registry_reap(struct srdma_registry *r, const char *dir);
+int srdma_registry_reap(struct srdma_registry *r, int dfd);
+
+/**
+ * srdma_reg_entry_name_ok() - true if entry @idx's seg_name is exactly
+ * "ctx.<idx + 1>.<its pid>", NUL terminated: the only names ever taken
+ * from the registry to open or unlink a file.
+ */
+bool srdma_reg_entry_name_ok(const struct srdma_reg_entry *e, unsigned int idx);
 int srdma_registry_lock(struct srdma_registry *r, bool exclusive);
 void srdma_registry_unlock(struct srdma_registry *r);
 
@@ -89,11 +116,12 @@ bool srdma_proc_alive(pid_t pid, uint64_t start_time);
  * srdma_host_unlink_fifos() - remove the wake-up FIFOs (completion
  * channels, async fd) of the context @lid owned by @pid.
  */
-void srdma_host_unlink_fifos(const char *dir, uint32_t lid, pid_t pid);
+void srdma_host_unlink_fifos(int dfd, uint32_t lid, pid_t pid);
 
 /**
  * srdma_host_attach() - claim a registry entry and create this context's
- * segment with @key_slots key table entries.
+ * segment with @key_slots (at most SRDMA_SEG_KEY_SLOTS) key table entries
+ * in use; the layout always has room for SRDMA_SEG_KEY_SLOTS.
  * @h: zeroed by the caller; filled on success
  * @dev_name: device name recorded for srdma status
  * Context: ibv_open_device; may block on the registry flock.
@@ -116,13 +144,54 @@ void srdma_host_publish(struct srdma_host_ctx *h);
 void srdma_host_detach(struct srdma_host_ctx *h);
 
 /**
- * srdma_peer_seg_map() - map the segment named @seg_name under @dir and
- * check its magic, version and sizes.
+ * srdma_host_seg_intact() - true if our own segment still has its size
+ * and header (not truncated, not overwritten). Slow: one fstat.
+ * A peer that finds a segment malformed wakes its owner's async fd, whose
+ * srdma_async_get() then asks this and reports IBV_EVENT_DEVICE_FATAL.
+ */
+bool srdma_host_seg_intact(struct srdma_host_ctx *h);
+
+/**
+ * srdma_peer_seg_map() - map the segment named @seg_name under the
+ * directory @dfd (O_NOFOLLOW, a regular file of ours of exactly
+ * SRDMA_SEG_SIZE bytes) and check every header field against this
+ * build's layout, once. The mapping is guarded (srdma_shm_guard_add()).
  * Return: 0 or -errno (-EPROTO for a malformed or foreign-version segment).
  */
-int srdma_peer_seg_map(const char *dir, const char *seg_name,
+int srdma_peer_seg_map(int dfd, const char *seg_name,
 		       struct srdma_peer_seg *p);
 void srdma_peer_seg_unmap(struct srdma_peer_seg *p);
+
+/*
+ * ---- guarding shared mappings against truncation (shm_guard.c) ---------
+ *
+ * Any process of the user can shrink a file we map; touching a page past
+ * the new end raises SIGBUS. Every shared mapping is registered here; our
+ * SIGBUS handler replaces a registered mapping that faults with private
+ * zero pages, marks it poisoned and lets the access go on. Callers notice
+ * with srdma_shm_poisoned() (a peer is then treated as dead; our own
+ * segment or registry makes the context report IBV_EVENT_DEVICE_FATAL).
+ * Faults elsewhere go to the handler installed before ours.
+ */
+
+/**
+ * srdma_shm_guard_add() - guard [@base, @base + @len); on poisoning, write
+ * one byte to @wake_fd if it is >= 0. Installs the handler on first use.
+ * Return: 0, or -ENOSPC when the table is full (the mapping is unguarded).
+ */
+int srdma_shm_guard_add(void *base, size_t len, int wake_fd);
+/* Set the wake-up fd of the guarded mapping at @base. */
+void srdma_shm_guard_wake(void *base, int wake_fd);
+/**
+ * srdma_shm_guard_del() - stop guarding @base.
+ * Return: true if the caller may munmap it; false if it was poisoned (a
+ * thread's robust-mutex list may point into it: it stays mapped, private).
+ */
+bool srdma_shm_guard_del(void *base);
+/* True if the guarded mapping at @base was poisoned. Lock-free. */
+bool srdma_shm_poisoned(const void *base);
+/* Number of mappings poisoned so far in this process (for tests). */
+unsigned int srdma_shm_poison_count(void);
 
 /**
  * srdma_host_release_dead_holders() - drop the in-flight marks that dead
@@ -141,10 +210,14 @@ int srdma_host_release_dead_holders(struct srdma_host_ctx *h, uint32_t slot);
 int srdma_host_acc_reserve(struct srdma_host_ctx *h);
 void srdma_host_acc_release(struct srdma_host_ctx *h, int idx);
 
+/*
+ * Accessors: offsets are this ABI's constants (shm_layout.h), never read
+ * back from the header. Callers bound the index by the table's size.
+ */
 static inline struct srdma_shm_access *
 srdma_seg_access(struct srdma_seg_hdr *s, unsigned int i)
 {
-	return (struct srdma_shm_access *)((char *)s + s->acc_off) + i;
+	return (struct srdma_shm_access *)((char *)s + SRDMA_SEG_ACC_OFF) + i;
 }
 
 /**
@@ -162,24 +235,24 @@ void srdma_shm_unlock(pthread_mutex_t *m);
 static inline struct srdma_shm_cq *srdma_seg_cq(struct srdma_seg_hdr *s,
 						unsigned int i)
 {
-	return (struct srdma_shm_cq *)((char *)s + s->cq_off) + i;
+	return (struct srdma_shm_cq *)((char *)s + SRDMA_SEG_CQ_OFF) + i;
 }
 
 static inline struct srdma_shm_qp *srdma_seg_qp(struct srdma_seg_hdr *s,
 						unsigned int i)
 {
-	return (struct srdma_shm_qp *)((char *)s + s->qp_off) + i;
+	return (struct srdma_shm_qp *)((char *)s + SRDMA_SEG_QP_OFF) + i;
 }
 
 static inline struct srdma_shm_srq *srdma_seg_srq(struct srdma_seg_hdr *s,
 						  unsigned int i)
 {
-	return (struct srdma_shm_srq *)((char *)s + s->srq_off) + i;
+	return (struct srdma_shm_srq *)((char *)s + SRDMA_SEG_SRQ_OFF) + i;
 }
 
 static inline struct srdma_shm_aq *srdma_seg_aq(struct srdma_seg_hdr *s)
 {
-	return (struct srdma_shm_aq *)((char *)s + s->aq_off);
+	return (struct srdma_shm_aq *)((char *)s + SRDMA_SEG_AQ_OFF);
 }
 
 static inline void *srdma_seg_ptr(struct srdma_seg_hdr *s, uint64_t off)
@@ -187,9 +260,23 @@ static inline void *srdma_seg_ptr(struct srdma_seg_hdr *s, uint64_t off)
 	return (char *)s + off;
 }
 
+/**
+ * srdma_seg_ring() - [@off, @off + @len) of the ring arena, or NULL if it
+ * does not lie inside it (@off and @len may be anything, e.g. read from
+ * shared memory: no sum can wrap).
+ */
+static inline void *srdma_seg_ring(struct srdma_seg_hdr *s, uint64_t off,
+				   uint64_t len)
+{
+	if (off < SRDMA_SEG_ARENA_OFF || off > SRDMA_SEG_SIZE ||
+	    len > SRDMA_SEG_SIZE - off)
+		return NULL;
+	return (char *)s + off;
+}
+
 static inline struct srdma_shm_key *srdma_seg_keys(struct srdma_seg_hdr *s)
 {
-	return (struct srdma_shm_key *)((char *)s + s->key_off);
+	return (struct srdma_shm_key *)((char *)s + SRDMA_SEG_KEY_OFF);
 }
 
 #endif

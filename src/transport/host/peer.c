@@ -51,11 +51,10 @@ void srdma_fifo_path(const struct srdma_context *ctx, char *buf, size_t len,
 		     uint32_t lid, pid_t pid, const char *kind, uint32_t num)
 {
 	if (!strcmp(kind, "chan"))
-		snprintf(buf, len, "%s/chan.%u.%d.%u", ctx->host.dir, lid,
-			 (int)pid, num);
+		snprintf(buf, len, "chan.%u.%d.%u", lid, (int)pid, num);
 	else
-		snprintf(buf, len, "%s/%s.%u.%d", ctx->host.dir, kind, lid,
-			 (int)pid);
+		snprintf(buf, len, "%s.%u.%d", kind, lid, (int)pid);
+	(void)ctx;
 }
 
 /* Liveness is asked of the kernel at most this often per peer. */
@@ -68,9 +67,9 @@ static void peer_init_common(struct srdma_peer *p)
 	pthread_mutex_init(&p->fd_lock, NULL);
 	p->async_fd = -1;
 	p->kv.ent = srdma_seg_keys(p->seg);
-	p->kv.nslots = p->seg->key_slots;
-	p->kv.mul_inv = p->seg->key_mul_inv;
-	p->kv.xor = p->seg->key_xor;
+	p->kv.nslots = SRDMA_SEG_KEY_SLOTS;	/* validated at map */
+	p->kv.secret[0] = p->seg->key_secret[0];
+	p->kv.secret[1] = p->seg->key_secret[1];
 }
 
 bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p)
@@ -81,6 +80,9 @@ bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p)
 		return true;
 	/* Relaxed: a stale false only delays noticing by one retry. */
 	if (atomic_load_explicit(&p->dead, memory_order_relaxed))
+		return false;
+	/* Its segment shrank under us (shm_guard.c): as good as dead. */
+	if (srdma_shm_poisoned(p->seg))
 		return false;
 	/* A closed segment has its magic cleared: pairs with the release
 	 * store in srdma_host_detach(). */
@@ -152,6 +154,7 @@ static struct srdma_peer *peer_map(struct srdma_context *ctx, uint32_t lid)
 	if (atomic_load_explicit(&e->state, memory_order_acquire) !=
 	    SRDMA_REG_LIVE)
 		return NULL;
+	/* Copy, then check the copy: the entry may change under us. */
 	pid = e->pid;
 	start = e->start_time;
 	memcpy(name, e->seg_name, sizeof(name));
@@ -164,7 +167,14 @@ static struct srdma_peer *peer_map(struct srdma_context *ctx, uint32_t lid)
 			  (int)pid, strerror(errno));
 	if (!srdma_proc_alive(pid, start))
 		goto fail;
-	if (srdma_peer_seg_map(ctx->host.dir, name, &ps))
+	{
+		char want[sizeof(name)];
+
+		snprintf(want, sizeof(want), "ctx.%u.%d", lid, (int)pid);
+		if (strcmp(name, want))
+			goto fail;
+	}
+	if (srdma_peer_seg_map(ctx->host.dirfd, name, &ps))
 		goto fail;
 	if (ps.seg->owner_pid != pid || ps.seg->lid != lid)
 		goto fail_unmap;
@@ -370,7 +380,8 @@ void srdma_peer_fini(struct srdma_context *ctx)
 		peer_free(p);
 	}
 	if (ctx->atomics) {
-		munmap(ctx->atomics, sizeof(*ctx->atomics));
+		if (srdma_shm_guard_del(ctx->atomics))
+			munmap(ctx->atomics, sizeof(*ctx->atomics));
 		ctx->atomics = NULL;
 	}
 }
@@ -378,10 +389,18 @@ void srdma_peer_fini(struct srdma_context *ctx)
 static int fifo_open_peer(struct srdma_context *ctx, struct srdma_peer *p,
 			  const char *kind, uint32_t num)
 {
-	char path[320];
+	char name[64];
+	struct stat st;
+	int fd;
 
-	srdma_fifo_path(ctx, path, sizeof(path), p->lid, p->pid, kind, num);
-	return open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	srdma_fifo_path(ctx, name, sizeof(name), p->lid, p->pid, kind, num);
+	fd = openat(ctx->host.dirfd, name,
+		    O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISFIFO(st.st_mode))) {
+		close(fd);	/* not a FIFO: nobody to wake */
+		fd = -1;
+	}
+	return fd;
 }
 
 static void wake(int fd)
@@ -435,24 +454,24 @@ void srdma_peer_wake_async(struct srdma_context *ctx, struct srdma_peer *p)
 static struct srdma_atomic_file *atomics_map(struct srdma_context *ctx)
 {
 	struct srdma_atomic_file *f = MAP_FAILED;
-	char path[320];
 	struct stat st;
 	uint32_t i;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/atomics", ctx->host.dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = openat(ctx->host.dirfd, "atomics",
+		    O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return NULL;
 	if (flock(fd, LOCK_EX))
 		goto out;
-	if (fstat(fd, &st))
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		goto out_unlock;
-	if ((size_t)st.st_size < sizeof(*f) && ftruncate(fd, sizeof(*f)))
+	if ((size_t)st.st_size != sizeof(*f) && ftruncate(fd, sizeof(*f)))
 		goto out_unlock;
 	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (f == MAP_FAILED)
 		goto out_unlock;
+	srdma_shm_guard_add(f, sizeof(*f), -1);
 	if (f->magic != SRDMA_ATOMIC_MAGIC) {
 		for (i = 0; i < SRDMA_ATOMIC_LOCKS; i++)
 			srdma_shm_mutex_init(&f->lock[i]);
@@ -460,7 +479,8 @@ static struct srdma_atomic_file *atomics_map(struct srdma_context *ctx)
 		__atomic_store_n(&f->magic, SRDMA_ATOMIC_MAGIC,
 				 __ATOMIC_RELEASE);
 	} else if (f->nlocks != SRDMA_ATOMIC_LOCKS) {
-		munmap(f, sizeof(*f));
+		if (srdma_shm_guard_del(f))
+			munmap(f, sizeof(*f));
 		f = MAP_FAILED;
 	}
 out_unlock:

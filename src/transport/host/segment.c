@@ -9,6 +9,13 @@
  * were ever used consume memory. The owner writes key entries (seqlock,
  * key_table.c); any process of the user may map it to validate keys and to
  * increment/decrement in-flight counts. Layout: shm_layout.h.
+ *
+ * Anyone of the user may also scribble over it or truncate it: a peer maps
+ * it only at its exact constant size, checks every header field against
+ * the layout constants once and from then on uses the constants; the
+ * mapping is guarded against truncation (shm_guard.c). Files are reached
+ * only through the context's directory fd, never following a symlink.
+ * Design: docs/design/host-segment.md ("Hostile shared state").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,39 +29,6 @@
 #include "transport/host/host.h"
 #include "util/log.h"
 
-#define SEG_ALIGN 4096u
-
-struct seg_offs {
-	uint64_t acc, key, cq, qp, srq, aq, arena;
-};
-
-static uint64_t align_up(uint64_t off)
-{
-	return (off + SEG_ALIGN - 1) & ~(uint64_t)(SEG_ALIGN - 1);
-}
-
-/* The one place that lays a segment out; peers recompute and compare. */
-static size_t seg_layout(uint32_t key_slots, struct seg_offs *o)
-{
-	uint64_t off = sizeof(struct srdma_seg_hdr);
-
-	o->acc = off;
-	off += SRDMA_SEG_ACCESS_RECORDS * sizeof(struct srdma_shm_access);
-	o->key = off = align_up(off);
-	off += (uint64_t)key_slots * sizeof(struct srdma_shm_key);
-	o->cq = off = align_up(off);
-	off += (uint64_t)SRDMA_SEG_CQ_SLOTS * sizeof(struct srdma_shm_cq);
-	o->qp = off = align_up(off);
-	off += (uint64_t)SRDMA_SEG_QP_SLOTS * sizeof(struct srdma_shm_qp);
-	o->srq = off = align_up(off);
-	off += (uint64_t)SRDMA_SEG_SRQ_SLOTS * sizeof(struct srdma_shm_srq);
-	o->aq = off = align_up(off);
-	off += sizeof(struct srdma_shm_aq);
-	o->arena = off = align_up(off);
-	off += SRDMA_SEG_ARENA_SIZE;
-	return (size_t)align_up(off);
-}
-
 static int claim_entry(struct srdma_host_ctx *h, const char *dev_name)
 {
 	struct srdma_registry *r = &h->reg;
@@ -64,7 +38,7 @@ static int claim_entry(struct srdma_host_ctx *h, const char *dev_name)
 	ret = srdma_registry_lock(r, true);
 	if (ret)
 		return ret;
-	srdma_registry_reap(r, h->dir);
+	srdma_registry_reap(r, h->dirfd);
 	/* Start at a pid-derived entry so concurrent openers spread out
 	 * and LIDs are not handed out in a guessable order from 1. */
 	start = (unsigned int)h->pid % SRDMA_REG_ENTRIES;
@@ -102,38 +76,47 @@ static void publish_entry(struct srdma_host_ctx *h, uint32_t state)
 	struct srdma_reg_entry *e = &h->reg.ent[h->reg_index];
 
 	srdma_registry_lock(&h->reg, true);
-	/* Fields were written in claim_entry(); readers that see LIVE see
-	 * them. Pairs with the acquire loads of e->state. */
-	atomic_store_explicit(&e->state, state, memory_order_release);
+	/* Only while the entry is still ours: after the registry was wiped
+	 * and the LID handed to someone else, it is theirs. */
+	if (e->pid == h->pid && e->start_time == h->start_time)
+		/* Fields were written in claim_entry(); readers that see
+		 * LIVE see them. Pairs with the acquire loads of e->state. */
+		atomic_store_explicit(&e->state, state, memory_order_release);
 	srdma_registry_unlock(&h->reg);
 }
 
 int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 		      uint32_t key_slots)
 {
-	struct seg_offs o;
-	char path[320];
-	size_t size;
+	size_t size = SRDMA_SEG_SIZE;
 	void *map;
 	int ret;
 
 	h->seg_fd = -1;
 	h->reg.fd = -1;
+	h->dirfd = -1;
 	h->pid = getpid();
 	h->start_time = srdma_proc_start_time(h->pid);
-	ret = srdma_host_dir(h->dir, sizeof(h->dir));
+	/* The layout always has room for SRDMA_SEG_KEY_SLOTS; a smaller
+	 * table (unit tests) leaves the rest FREE. */
+	if (!key_slots || key_slots > SRDMA_SEG_KEY_SLOTS)
+		return -EINVAL;
+	ret = srdma_host_dir(h->dir, sizeof(h->dir), &h->dirfd);
 	if (ret)
 		return ret;
-	ret = srdma_registry_open(h->dir, &h->reg);
+	ret = srdma_registry_open(h->dirfd, &h->reg);
 	if (ret)
-		return ret;
+		goto err_close_dir;
 	ret = claim_entry(h, dev_name);
 	if (ret)
 		goto err_close_reg;
 
-	size = seg_layout(key_slots, &o);
-	snprintf(path, sizeof(path), "%s/%s", h->dir, h->seg_name);
-	h->seg_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* A leftover of a dead owner with our pid goes; never follow a
+	 * link someone planted under our name. */
+	unlinkat(h->dirfd, h->seg_name, 0);
+	h->seg_fd = openat(h->dirfd, h->seg_name,
+			   O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			   0600);
 	if (h->seg_fd < 0) {
 		ret = -errno;
 		goto err_free_entry;
@@ -148,6 +131,7 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 		ret = -errno;
 		goto err_unlink;
 	}
+	srdma_shm_guard_add(map, size, -1);
 	h->seg = map;
 	h->seg_size = size;
 	h->seg->version = SRDMA_SEG_VERSION;
@@ -157,21 +141,21 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 	h->seg->owner_start = h->start_time;
 	h->seg->seg_size = size;
 	snprintf(h->seg->dev_name, sizeof(h->seg->dev_name), "%s", dev_name);
-	h->seg->key_off = o.key;
-	h->seg->key_slots = key_slots;
+	h->seg->key_off = SRDMA_SEG_KEY_OFF;
+	h->seg->key_slots = SRDMA_SEG_KEY_SLOTS;
 	h->seg->key_entry_size = sizeof(struct srdma_shm_key);
-	h->seg->acc_off = o.acc;
-	h->seg->cq_off = o.cq;
+	h->seg->acc_off = SRDMA_SEG_ACC_OFF;
+	h->seg->cq_off = SRDMA_SEG_CQ_OFF;
 	h->seg->cq_slots = SRDMA_SEG_CQ_SLOTS;
 	h->seg->cq_entry_size = sizeof(struct srdma_shm_cq);
-	h->seg->qp_off = o.qp;
+	h->seg->qp_off = SRDMA_SEG_QP_OFF;
 	h->seg->qp_slots = SRDMA_SEG_QP_SLOTS;
 	h->seg->qp_entry_size = sizeof(struct srdma_shm_qp);
-	h->seg->srq_off = o.srq;
+	h->seg->srq_off = SRDMA_SEG_SRQ_OFF;
 	h->seg->srq_slots = SRDMA_SEG_SRQ_SLOTS;
 	h->seg->srq_entry_size = sizeof(struct srdma_shm_srq);
-	h->seg->aq_off = o.aq;
-	h->seg->arena_off = o.arena;
+	h->seg->aq_off = SRDMA_SEG_AQ_OFF;
+	h->seg->arena_off = SRDMA_SEG_ARENA_OFF;
 	h->seg->arena_size = SRDMA_SEG_ARENA_SIZE;
 	ret = srdma_shm_mutex_init(&srdma_seg_aq(h->seg)->lock);
 	if (ret)
@@ -183,16 +167,20 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 	return 0;
 
 err_unmap:
-	munmap(h->seg, size);
+	if (srdma_shm_guard_del(h->seg))
+		munmap(h->seg, size);
 	h->seg = NULL;
 err_unlink:
-	unlink(path);
+	unlinkat(h->dirfd, h->seg_name, 0);
 	close(h->seg_fd);
 	h->seg_fd = -1;
 err_free_entry:
 	publish_entry(h, SRDMA_REG_FREE);
 err_close_reg:
 	srdma_registry_close(&h->reg);
+err_close_dir:
+	close(h->dirfd);
+	h->dirfd = -1;
 	return ret;
 }
 
@@ -205,7 +193,7 @@ void srdma_host_publish(struct srdma_host_ctx *h)
 
 void srdma_host_detach(struct srdma_host_ctx *h)
 {
-	char path[320];
+	struct stat a, b;
 
 	if (!h->seg)
 		return;
@@ -213,81 +201,146 @@ void srdma_host_detach(struct srdma_host_ctx *h)
 	 * process reopens and gets our LID back (same pid and start time):
 	 * clear the magic (pairs with the acquire load in
 	 * srdma_peer_alive()). Then unpublish so no new peer maps us, then
-	 * remove the file. */
+	 * remove the file: ours only (the name may have been replaced
+	 * meanwhile). */
 	__atomic_store_n(&h->seg->magic, 0, __ATOMIC_RELEASE);
 	publish_entry(h, SRDMA_REG_FREE);
-	snprintf(path, sizeof(path), "%s/%s", h->dir, h->seg_name);
-	unlink(path);
-	munmap(h->seg, h->seg_size);
+	if (!fstatat(h->dirfd, h->seg_name, &a, AT_SYMLINK_NOFOLLOW) &&
+	    !fstat(h->seg_fd, &b) && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		unlinkat(h->dirfd, h->seg_name, 0);
+	if (srdma_shm_guard_del(h->seg))
+		munmap(h->seg, h->seg_size);
 	close(h->seg_fd);
 	h->seg = NULL;
 	h->seg_fd = -1;
 	srdma_registry_close(&h->reg);
+	close(h->dirfd);
+	h->dirfd = -1;
 }
 
-int srdma_peer_seg_map(const char *dir, const char *seg_name,
+/* Every header field must be what this build writes (once, here). */
+static bool seg_hdr_ok(const struct srdma_seg_hdr *s)
+{
+	return s->version == SRDMA_SEG_VERSION &&
+	       s->hdr_size == sizeof(*s) &&
+	       s->seg_size == SRDMA_SEG_SIZE &&
+	       s->key_off == SRDMA_SEG_KEY_OFF &&
+	       s->key_slots == SRDMA_SEG_KEY_SLOTS &&
+	       s->key_entry_size == sizeof(struct srdma_shm_key) &&
+	       s->acc_off == SRDMA_SEG_ACC_OFF &&
+	       s->acc_count == SRDMA_SEG_ACCESS_RECORDS &&
+	       s->acc_entry_size == sizeof(struct srdma_shm_access) &&
+	       s->cq_off == SRDMA_SEG_CQ_OFF &&
+	       s->cq_slots == SRDMA_SEG_CQ_SLOTS &&
+	       s->cq_entry_size == sizeof(struct srdma_shm_cq) &&
+	       s->qp_off == SRDMA_SEG_QP_OFF &&
+	       s->qp_slots == SRDMA_SEG_QP_SLOTS &&
+	       s->qp_entry_size == sizeof(struct srdma_shm_qp) &&
+	       s->srq_off == SRDMA_SEG_SRQ_OFF &&
+	       s->srq_slots == SRDMA_SEG_SRQ_SLOTS &&
+	       s->srq_entry_size == sizeof(struct srdma_shm_srq) &&
+	       s->aq_off == SRDMA_SEG_AQ_OFF &&
+	       s->arena_off == SRDMA_SEG_ARENA_OFF &&
+	       s->arena_size == SRDMA_SEG_ARENA_SIZE &&
+	       s->lid >= 1 && s->lid <= SRDMA_REG_ENTRIES &&
+	       s->owner_pid > 0;
+}
+
+/*
+ * The segment @name is damaged: wake its owner's async fd (one byte into
+ * async.<lid>.<pid>, if that is a FIFO), so that it checks its segment
+ * and reports IBV_EVENT_DEVICE_FATAL (srdma_host_seg_intact()).
+ */
+static void poke_owner(int dfd, const char *name)
+{
+	unsigned int lid;
+	int pid, end = 0, fd;
+	char fifo[64], b = 1;
+	struct stat st;
+
+	if (sscanf(name, "ctx.%u.%d%n", &lid, &pid, &end) != 2 ||
+	    name[end] || pid <= 0)
+		return;
+	snprintf(fifo, sizeof(fifo), "async.%u.%d", lid, pid);
+	fd = openat(dfd, fifo,
+		    O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && S_ISFIFO(st.st_mode) && write(fd, &b, 1) < 0)
+		srdma_dbg("%s: %s", fifo, strerror(errno));
+	close(fd);
+}
+
+bool srdma_host_seg_intact(struct srdma_host_ctx *h)
+{
+	const struct srdma_seg_hdr *s = h->seg;
+	struct stat st;
+
+	if (srdma_shm_poisoned(h->seg) || fstat(h->seg_fd, &st) ||
+	    (uint64_t)st.st_size != SRDMA_SEG_SIZE)
+		return false;
+	return __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) ==
+		       SRDMA_SEG_MAGIC &&
+	       seg_hdr_ok(s) && s->owner_pid == h->pid && s->lid == h->lid &&
+	       s->owner_start == h->start_time;
+}
+
+int srdma_peer_seg_map(int dfd, const char *seg_name,
 		       struct srdma_peer_seg *p)
 {
+	size_t size = SRDMA_SEG_SIZE;
 	struct srdma_seg_hdr *s;
-	char path[320];
 	struct stat st;
-	struct seg_offs o;
 	int fd, ret = 0;
 	void *map;
 
-	if (!memchr(seg_name, 0, 48) || strchr(seg_name, '/'))
+	p->seg = NULL;
+	if (!memchr(seg_name, 0, 48) || strchr(seg_name, '/') ||
+	    strncmp(seg_name, "ctx.", 4))
 		return -EINVAL;
-	snprintf(path, sizeof(path), "%s/%s", dir, seg_name);
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = openat(dfd, seg_name,
+		    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st)) {
 		ret = -errno;
 		goto out;
 	}
-	if ((size_t)st.st_size < sizeof(*s)) {
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (uint64_t)st.st_size != size) {
 		ret = -EPROTO;
 		goto out;
 	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-		   MAP_SHARED, fd, 0);
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		ret = -errno;
 		goto out;
 	}
+	/* Guarded before the first access: it may shrink any time. */
+	srdma_shm_guard_add(map, size, -1);
 	s = map;
-	/* Validate before trusting any offset (R8). */
+	/* Validate once, before trusting anything (R8); from now on the
+	 * accessors use the constants these fields were checked against. */
 	if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != SRDMA_SEG_MAGIC ||
-	    s->version != SRDMA_SEG_VERSION ||
-	    s->hdr_size != sizeof(*s) ||
-	    s->key_entry_size != sizeof(struct srdma_shm_key) ||
-	    s->acc_entry_size != sizeof(struct srdma_shm_access) ||
-	    s->acc_count != SRDMA_SEG_ACCESS_RECORDS ||
-	    s->seg_size != (uint64_t)st.st_size ||
-	    seg_layout(s->key_slots, &o) != s->seg_size ||
-	    o.acc != s->acc_off || o.key != s->key_off ||
-	    o.cq != s->cq_off || s->cq_slots != SRDMA_SEG_CQ_SLOTS ||
-	    s->cq_entry_size != sizeof(struct srdma_shm_cq) ||
-	    o.qp != s->qp_off || s->qp_slots != SRDMA_SEG_QP_SLOTS ||
-	    s->qp_entry_size != sizeof(struct srdma_shm_qp) ||
-	    o.srq != s->srq_off || s->srq_slots != SRDMA_SEG_SRQ_SLOTS ||
-	    s->srq_entry_size != sizeof(struct srdma_shm_srq) ||
-	    o.aq != s->aq_off || o.arena != s->arena_off ||
-	    s->arena_size != SRDMA_SEG_ARENA_SIZE) {
-		munmap(map, (size_t)st.st_size);
+	    !seg_hdr_ok(s)) {
+		if (srdma_shm_guard_del(map))
+			munmap(map, size);
 		ret = -EPROTO;
 		goto out;
 	}
 	p->seg = s;
-	p->size = (size_t)st.st_size;
+	p->size = size;
 out:
 	close(fd);
+	if (ret == -EPROTO)
+		poke_owner(dfd, seg_name);
 	return ret;
 }
 
 void srdma_peer_seg_unmap(struct srdma_peer_seg *p)
 {
-	if (p->seg)
+	if (p->seg && srdma_shm_guard_del(p->seg))
 		munmap(p->seg, p->size);
 	p->seg = NULL;
 }
@@ -309,11 +362,12 @@ int srdma_host_release_dead_holders(struct srdma_host_ctx *h, uint32_t slot)
 		if ((int)i == h->reg_index ||
 		    atomic_load_explicit(&e->state, memory_order_acquire) !=
 			    SRDMA_REG_LIVE ||
-		    srdma_proc_alive(e->pid, e->start_time))
+		    srdma_proc_alive(e->pid, e->start_time) ||
+		    !srdma_reg_entry_name_ok(e, i))
 			continue;
-		if (srdma_peer_seg_map(h->dir, e->seg_name, &ps))
+		if (srdma_peer_seg_map(h->dirfd, e->seg_name, &ps))
 			continue;
-		for (j = 0; j < ps.seg->acc_count; j++) {
+		for (j = 0; j < SRDMA_SEG_ACCESS_RECORDS; j++) {
 			struct srdma_shm_access *a =
 				srdma_seg_access(ps.seg, j);
 			uint64_t tag = want;
@@ -376,7 +430,20 @@ int srdma_shm_mutex_init(pthread_mutex_t *m)
 
 bool srdma_shm_lock(pthread_mutex_t *m)
 {
-	int ret = pthread_mutex_lock(m);
+	struct timespec ts;
+	int ret;
+
+	/*
+	 * Timed, so that a waiter whose lock vanished under it (the file
+	 * was truncated while it slept in the kernel) wakes up, touches the
+	 * page, gets it poisoned (shm_guard.c) and goes on.
+	 */
+	ret = pthread_mutex_trylock(m);	/* uncontended: no clock read */
+	while (ret == EBUSY || ret == ETIMEDOUT) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		ret = pthread_mutex_timedlock(m, &ts);
+	}
 
 	if (ret == EOWNERDEAD) {
 		/* The holder died inside its section. Every section in the

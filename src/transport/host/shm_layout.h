@@ -20,9 +20,11 @@
  *                     marks can be cleared by whoever drains), and since
  *                     version 2 its data-path objects: CQ, QP and SRQ tables,
  *                     an async event ring and a ring arena holding CQ rings
- *                     and receive queues. Initiators in other processes
- *                     consume receive WQEs and post CQEs here themselves
- *                     (target passivity).
+ *                     and receive queues; since version 3 the key table's
+ *                     index -> slot map is keyed by a 128-bit secret
+ *                     instead of an affine scramble. Initiators in other
+ *                     processes consume receive WQEs and post CQEs here
+ *                     themselves (target passivity).
  *   chan.<lid>.<pid>.<n>, async.<lid>.<pid>
  *                     FIFOs: one byte per wake-up of a completion channel /
  *                     of the context's async event fd. The owner holds the
@@ -38,6 +40,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SRDMA_REG_MAGIC 0x47445253u	/* "SRDG" */
@@ -46,7 +49,7 @@
 #define SRDMA_QPN_SHIFT 14		/* 16383 QPNs per context */
 
 #define SRDMA_SEG_MAGIC 0x53445253u	/* "SRDS" */
-#define SRDMA_SEG_VERSION 2
+#define SRDMA_SEG_VERSION 3		/* 3: keyed key map, per-object async queue */
 
 /* Registry entry states. */
 enum {
@@ -160,10 +163,11 @@ struct srdma_seg_hdr {
 	uint64_t key_off;		/* offset of the key table; immutable */
 	uint32_t key_slots;		/* entries in the key table; immutable */
 	uint32_t key_entry_size;	/* sizeof(struct srdma_shm_key) */
-	uint32_t key_mul;		/* index scramble (odd), see key_table.c */
-	uint32_t key_mul_inv;		/* key_mul^-1 mod 2^24 */
-	uint32_t key_xor;		/* index scramble xor, 24 bits */
-	uint32_t reserved0;
+	/* version 3: SipHash-2-4 key of the map key index -> slot
+	 * (key_table.c). A secret: it lets any process that reads it check
+	 * keys of this context locally, so it never leaves the host (the
+	 * network transport must not put it on the wire). Immutable. */
+	uint64_t key_secret[2];
 	uint64_t acc_off;		/* offset of the access records */
 	uint32_t acc_count;		/* SRDMA_SEG_ACCESS_RECORDS */
 	uint32_t acc_entry_size;	/* sizeof(struct srdma_shm_access) */
@@ -187,6 +191,9 @@ struct srdma_seg_hdr {
 	uint64_t reserved[5];
 };
 static_assert(sizeof(struct srdma_seg_hdr) == 256, "segment header is ABI");
+static_assert(offsetof(struct srdma_seg_hdr, key_secret) == 80 &&
+		      offsetof(struct srdma_seg_hdr, acc_off) == 96,
+	      "segment header key fields are ABI");
 
 
 /* ---- version 2: data-path objects -------------------------------------- */
@@ -202,7 +209,10 @@ static_assert(sizeof(pthread_mutex_t) == 40, "shared mutex size is ABI");
 #define SRDMA_SEG_QP_SLOTS (1u << SRDMA_QPN_SHIFT)	/* slot 0 unused */
 #define SRDMA_SEG_SRQ_SLOTS 4096u
 #define SRDMA_SEG_ARENA_SIZE (1ull << 30)		/* sparse */
-#define SRDMA_SEG_AQ_SLOTS 64u
+/* Async queue: one pending record per object, a ring of object indices. */
+#define SRDMA_SEG_AQ_OBJS                                                      \
+	(SRDMA_SEG_QP_SLOTS + SRDMA_SEG_CQ_SLOTS + SRDMA_SEG_SRQ_SLOTS + 1u)
+#define SRDMA_SEG_AQ_SLOTS 32768u	/* power of two >= SRDMA_SEG_AQ_OBJS */
 
 /* Object table entry states (CQ, QP, SRQ). */
 enum {
@@ -341,19 +351,78 @@ enum {
 	SRDMA_AEV_OBJ_SRQ = 3,
 	SRDMA_AEV_OBJ_PORT = 4,
 };
-struct srdma_shm_aev {
-	uint32_t type;			/* enum ibv_event_type */
-	uint32_t obj;			/* SRDMA_AEV_OBJ_* */
-	uint32_t slot;			/* object slot (QP: QPN low bits) */
-	uint32_t gen;			/* object generation */
+
+/*
+ * The async queue (version 3). Events are kept per object, not per
+ * occurrence: obj[] has one record per object that can have events (QP
+ * slots, then CQ slots, then SRQ slots, then the port), holding a bit per
+ * enum ibv_event_type not yet read and the generation of the object they
+ * belong to. ring[] lists, in the order they first got an event, the
+ * indices of the records with pending bits: a record is in the ring
+ * exactly while its bits are non-zero, so the ring (larger than obj[])
+ * can never be full and no event of a distinct object is ever lost. The
+ * same event of the same object, raised again before the owner read it,
+ * is merged into the pending one. Design: docs/design/data-path.md.
+ */
+struct srdma_shm_aq_obj {
+	uint32_t pending;		/* lock: bit 1 << enum ibv_event_type */
+	uint32_t gen;			/* lock: object generation of pending */
 };
+static_assert(sizeof(struct srdma_shm_aq_obj) == 8, "aq record is ABI");
+
 struct srdma_shm_aq {
 	pthread_mutex_t lock;		/* robust, pshared */
-	uint64_t head;			/* lock: next to read (owner) */
-	uint64_t tail;			/* lock: next to write */
-	uint64_t dropped;		/* lock: events lost to a full ring */
-	struct srdma_shm_aev ev[SRDMA_SEG_AQ_SLOTS];
+	uint64_t head;			/* lock: next ring entry to read */
+	uint64_t tail;			/* lock: next ring entry to write */
+	uint64_t merged;		/* lock: events merged into a pending
+					 * one (status only) */
+	uint64_t reserved[3];
+	struct srdma_shm_aq_obj obj[SRDMA_SEG_AQ_OBJS];
+	uint32_t ring[SRDMA_SEG_AQ_SLOTS];	/* lock: obj[] indices */
 };
+static_assert(SRDMA_SEG_AQ_SLOTS >= SRDMA_SEG_AQ_OBJS &&
+		      (SRDMA_SEG_AQ_SLOTS & (SRDMA_SEG_AQ_SLOTS - 1)) == 0,
+	      "the async ring holds every object at once");
+static_assert(sizeof(struct srdma_shm_aq) ==
+		      88 + 8 * SRDMA_SEG_AQ_OBJS + 4 * SRDMA_SEG_AQ_SLOTS,
+	      "async queue is ABI");
+
+/*
+ * ---- the segment layout, fixed by this ABI version ---------------------
+ *
+ * Every offset and count in struct srdma_seg_hdr must equal these values:
+ * a peer checks each header field once when it maps a segment, and from
+ * then on every accessor (host.h) uses these constants, never a value
+ * re-read from shared memory, so a header overwritten later cannot steer
+ * anyone outside the mapping.
+ */
+#define SRDMA_SEG_KEY_SLOTS (1u << 18)
+#define SRDMA_SEG_ALIGN_UP(x) (((uint64_t)(x) + 4095u) & ~(uint64_t)4095u)
+#define SRDMA_SEG_ACC_OFF ((uint64_t)sizeof(struct srdma_seg_hdr))
+#define SRDMA_SEG_KEY_OFF                                                      \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_ACC_OFF + SRDMA_SEG_ACCESS_RECORDS *      \
+					       sizeof(struct srdma_shm_access))
+#define SRDMA_SEG_CQ_OFF                                                       \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_KEY_OFF + (uint64_t)SRDMA_SEG_KEY_SLOTS * \
+					       sizeof(struct srdma_shm_key))
+#define SRDMA_SEG_QP_OFF                                                       \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_CQ_OFF + (uint64_t)SRDMA_SEG_CQ_SLOTS *   \
+					      sizeof(struct srdma_shm_cq))
+#define SRDMA_SEG_SRQ_OFF                                                      \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_QP_OFF + (uint64_t)SRDMA_SEG_QP_SLOTS *   \
+					      sizeof(struct srdma_shm_qp))
+#define SRDMA_SEG_AQ_OFF                                                       \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_SRQ_OFF + (uint64_t)SRDMA_SEG_SRQ_SLOTS * \
+					       sizeof(struct srdma_shm_srq))
+#define SRDMA_SEG_ARENA_OFF                                                    \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_AQ_OFF + sizeof(struct srdma_shm_aq))
+#define SRDMA_SEG_SIZE                                                         \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_ARENA_OFF + SRDMA_SEG_ARENA_SIZE)
+
+/* Registry: the file is exactly this long, entry 0 right after the header. */
+#define SRDMA_REG_SIZE                                                         \
+	(sizeof(struct srdma_reg_hdr) +                                        \
+	 (size_t)SRDMA_REG_ENTRIES * sizeof(struct srdma_reg_entry))
 
 /* The host's atomic lock table (file "atomics"). */
 #define SRDMA_ATOMIC_MAGIC 0x41445253u	/* "SRDA" */
