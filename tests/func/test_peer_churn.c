@@ -391,8 +391,14 @@ static void test_sequential_clients(void **state)
 	fu_expect(u2.fds - u1.fds <= 2, "fds grew by %ld", u2.fds - u1.fds);
 	fu_expect(u2.maps - u1.maps <= 8, "mappings grew by %ld",
 		  u2.maps - u1.maps);
+#ifdef __SANITIZE_THREAD__
+	/* TSan's shadow and sync metadata grow with every new mapping and
+	 * mutex address, and are not given back: RSS says nothing here. */
+	printf("peer churn: VmRSS not judged under ThreadSanitizer\n");
+#else
 	fu_expect(u2.rss_kb - u1.rss_kb <= 16384, "VmRSS grew by %ld KiB",
 		  u2.rss_kb - u1.rss_kb);
+#endif
 	fu_expect(u2.vsz_kb - u1.vsz_kb <= 2 * 1024 * 1024,
 		  "VmSize grew by %ld KiB", u2.vsz_kb - u1.vsz_kb);
 	dp_ep_close(&s.ep);
