@@ -196,7 +196,7 @@ one_run()
 		echo "peer death: $name: $victim killed at $delay ms;" \
 			"$survivor exited (status $rc) after $t ms"
 	fi
-	srv_pid= cli_pid=
+	srv_pid='' cli_pid=''
 }
 
 # NAME|ARGS when the server is killed|ARGS when the client is killed.
@@ -223,6 +223,7 @@ cases=(
 t_start=$(now_ms)
 for c in "${cases[@]}"; do
 	IFS='|' read -r name sargs cargs <<<"$c"
+	# shellcheck disable=SC2053 # PEER_DEATH_ONLY is a glob pattern
 	[[ $name == ${PEER_DEATH_ONLY:-$name} ]] || continue
 	read -r -a cmd <<<"$name"
 	read -r -a sa <<<"$sargs"
