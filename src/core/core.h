@@ -125,8 +125,11 @@ struct srdma_context {
 					 * host.dirfd */
 	/* data path (dp.h) */
 	struct srdma_peer *_Atomic peers[SRDMA_REG_ENTRIES + 1]; /* by LID;
-					 * written under lock */
-	struct srdma_peer *dead_peers;	/* lock: retired, freed at close */
+					 * lock (peer.c) */
+	struct srdma_peer *dead_peers;	/* lock: retired, still referenced */
+	struct srdma_peer *peer_idle_head; /* lock: unreferenced live peers, */
+	struct srdma_peer *peer_idle_tail; /* LRU, oldest first */
+	uint32_t n_peer_idle;		/* lock */
 	struct srdma_cq *cq_by_slot[SRDMA_SEG_CQ_SLOTS];	/* lock */
 	struct srdma_qp *qp_by_slot[SRDMA_SEG_QP_SLOTS];	/* lock */
 	struct srdma_srq *srq_by_slot[SRDMA_SEG_SRQ_SLOTS];	/* lock */

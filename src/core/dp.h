@@ -43,28 +43,56 @@ struct srdma_peer {
 	size_t seg_size;
 	pid_t pid;			/* target owner */
 	uint64_t start;			/* its start time */
+	int pidfd;			/* immutable: the owner's pidfd, or -1
+					 * (check /proc instead) */
 	uint32_t lid;
 	int reg_index;
 	bool self;			/* our own context */
+	_Atomic bool dead;		/* set once its owner is known gone */
+	_Atomic uint64_t next_check_ns;	/* rate of srdma_peer_gone()'s
+					 * kernel check */
 	struct srdma_key_view kv;	/* its key table */
 	pthread_mutex_t fd_lock;	/* wake-up FIFOs opened so far */
 	int async_fd;			/* fd_lock; -1 until opened */
 	int nchan;			/* fd_lock */
 	int *chan_fd;			/* fd_lock; by channel number */
-	struct srdma_peer *next_dead;	/* ctx->lock: retired, unmapped at
-					 * close (pointers may linger) */
+	unsigned int ref;		/* ctx->lock: references handed out by
+					 * srdma_peer_get() */
+	bool cached;			/* ctx->lock: in ctx->peers[lid] */
+	struct srdma_peer *idle_prev;	/* ctx->lock: idle LRU (cached, */
+	struct srdma_peer *idle_next;	/* ref 0), oldest first */
+	struct srdma_peer *next_dead;	/* ctx->lock: retired (uncached)
+					 * but still referenced */
 };
 
 /**
- * srdma_peer_get() - the target context with LID @lid, mapped.
- * Context: any thread; takes ctx->lock on first use of a LID.
- * Return: the peer, or NULL if no live context has that LID.
- * A cached peer whose owner died is retired; the caller then sees NULL
- * (or the new owner of a reused LID).
+ * srdma_peer_get() - the target context with LID @lid, mapped, with a
+ * reference for the caller.
+ * Context: any thread; takes ctx->lock (the engine caches the result in
+ * qp->peer, so this runs once per connection, not per WR).
+ * Return: the peer, or NULL if no live context has that LID. A cached
+ * peer whose owner died is retired first; the caller then sees NULL (or
+ * the new owner of a reused LID). Release with srdma_peer_put().
  */
 struct srdma_peer *srdma_peer_get(struct srdma_context *ctx, uint32_t lid);
-/* True if the peer's owner still holds its registry entry. Lock-free. */
+/**
+ * srdma_peer_put() - drop a reference from srdma_peer_get(); the last one
+ * of a peer whose owner is gone unmaps it (NULL: no-op).
+ * Context: any thread; takes ctx->lock (so not with it held).
+ */
+void srdma_peer_put(struct srdma_context *ctx, struct srdma_peer *p);
+/* True if the peer's owner still holds its registry entry and is not
+ * known dead. Lock-free, no system call: for every WR. */
 bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p);
+/**
+ * srdma_peer_gone() - true if the peer's owner is gone: registry entry
+ * released or reused, or (asked of the kernel through its pidfd at most
+ * once a millisecond per peer) the process has exited, zombie included.
+ * Marks the peer dead, so srdma_peer_alive() answers false from then on.
+ * Context: any thread, lock-free; for the slow paths where a WR waits on
+ * the peer (RNR, unanswered requests), never the fast path.
+ */
+bool srdma_peer_gone(struct srdma_context *ctx, struct srdma_peer *p);
 /**
  * srdma_peer_wake_chan() / srdma_peer_wake_async() - write one byte into
  * the peer's completion channel @chan / async FIFO. Never blocks.
@@ -72,7 +100,7 @@ bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p);
 void srdma_peer_wake_chan(struct srdma_context *ctx, struct srdma_peer *p,
 			  uint32_t chan);
 void srdma_peer_wake_async(struct srdma_context *ctx, struct srdma_peer *p);
-/* Unmap every peer; at context close. */
+/* Unmap every peer; at context close (no QP left). */
 void srdma_peer_fini(struct srdma_context *ctx);
 /* Name of a FIFO in the state directory (relative to ctx->host.dirfd):
  * kind "chan" (with @num) or "async" (num ignored). */
@@ -202,6 +230,7 @@ struct srdma_swqe {
 	uint32_t mw_new_rkey;
 	struct ibv_mw_bind_info bind;
 	uint64_t first_try_ns;		/* RNR bookkeeping */
+	uint64_t lost_ns;		/* target unreachable since (RC) */
 	uint32_t rnr_tries;
 	bool is_inline;
 	struct ibv_sge *sge;		/* points into sge_buf or the WR */
@@ -227,7 +256,8 @@ struct srdma_qp {
 	struct ibv_qp_cap cap;		/* immutable: as granted */
 	/* attributes, for query and the engine: sq_lock */
 	struct ibv_qp_attr attr;
-	struct srdma_peer *peer;	/* sq_lock: RC/UC destination */
+	struct srdma_peer *peer;	/* sq_lock: a reference to the RC/UC
+					 * destination, UD: the last one */
 	/* send queue: sq_lock */
 	pthread_mutex_t sq_lock;
 	struct srdma_swqe *pend_head, **pend_tail;

@@ -391,6 +391,8 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 		sched_yield();
 	pthread_mutex_lock(&qp->sq_lock);
 	sq_drop_locked(qp);
+	srdma_peer_put(ctx, qp->peer);
+	qp->peer = NULL;
 	pthread_mutex_unlock(&qp->sq_lock);
 
 	pthread_mutex_lock(&ctx->lock);
@@ -493,6 +495,7 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_AV) {
 		qp->attr.ah_attr = attr->ah_attr;
 		atomic_store(&sh->dlid, srdma_av_lid(&attr->ah_attr));
+		srdma_peer_put(qp->ctx, qp->peer);
 		qp->peer = NULL;
 	}
 	if (mask & IBV_QP_ALT_PATH) {
@@ -530,6 +533,7 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_DEST_QPN) {
 		qp->attr.dest_qp_num = attr->dest_qp_num & 0xffffff;
 		atomic_store(&sh->dest_qpn, qp->attr.dest_qp_num);
+		srdma_peer_put(qp->ctx, qp->peer);
 		qp->peer = NULL;
 	}
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
@@ -551,6 +555,7 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 					     atomic_load(&sh->rq.head));
 				srdma_shm_unlock(&sh->rq.rlock);
 			}
+			srdma_peer_put(qp->ctx, qp->peer);
 			qp->peer = NULL;
 		}
 		if (next != IBV_QPS_ERR)

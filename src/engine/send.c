@@ -20,7 +20,11 @@
  * (LOC_*), responder problems are NAKs (REM_*) with the responder QP moved
  * to ERR and its receive queue flushed, UC drops what the responder would
  * reject, UD drops what cannot be delivered. A peer that is gone, or a QP
- * that is not connected back to us, is RETRY_EXC_ERR (RC) or a silent drop.
+ * that is not connected back to us, is RETRY_EXC_ERR (RC, once the
+ * transport retry budget has run out) or a silent drop (UC, UD). A WR in
+ * RNR asks whether its target process still exists (srdma_peer_gone: a
+ * pidfd poll, rate-limited, only on that retry path): a dead responder
+ * sends no RNR NAK, so rnr_retry = 7 must not keep it waiting.
  * Any error moves our QP to ERR and flushes everything behind it.
  */
 #include <endian.h>
@@ -272,15 +276,16 @@ static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
 	lid = qpn >> SRDMA_QPN_SHIFT;
 	if (!slot)
 		return false;
-	if (qp->type != IBV_QPT_UD && qp->peer && qp->peer->lid == lid &&
-	    srdma_peer_alive(qp->ctx, qp->peer))
-		p = qp->peer;
-	else
-		p = srdma_peer_get(qp->ctx, lid);
-	if (!p)
-		return false;
-	if (qp->type != IBV_QPT_UD)
-		qp->peer = p;
+	/* qp->peer's reference covers every use of the peer by this WR. */
+	p = qp->peer;
+	if (!p || p->lid != lid || !srdma_peer_alive(qp->ctx, p)) {
+		struct srdma_peer *np = srdma_peer_get(qp->ctx, lid);
+
+		srdma_peer_put(qp->ctx, p);
+		qp->peer = p = np;
+		if (!p)
+			return false;
+	}
 	sh = srdma_seg_qp(p->seg, slot);
 	if (atomic_load_explicit(&sh->live, memory_order_acquire) !=
 	    SRDMA_OBJ_LIVE || sh->type != qp->type)
@@ -892,6 +897,31 @@ static void own_error_locked(struct srdma_qp *qp)
 			       SRDMA_AEV_OBJ_QP, qp->slot, qp->sh->gen);
 }
 
+/*
+ * RC request that nobody answers (target gone, or not connected back): as
+ * on a fabric it is retried until the transport retry budget, timeout x
+ * (retry_cnt + 1), counted from the first unanswered try, runs out
+ * (timeout 0: forever). Return EXEC_RNR (retry later) or EXEC_DONE with
+ * RETRY_EXC_ERR in @o.
+ */
+static int unanswered(struct srdma_qp *qp, struct srdma_swqe *w,
+		      struct outcome *o)
+{
+	uint64_t now = srdma_now_ns();
+	uint64_t tmo = srdma_ack_timeout_ns(qp->attr.timeout);
+
+	if (!w->lost_ns)
+		w->lost_ns = now;
+	if (tmo == UINT64_MAX ||
+	    now - w->lost_ns <= tmo * (qp->attr.retry_cnt + 1ull))
+		return EXEC_RNR;
+	srdma_dbg("QP %#x: peer lid %u QP %#x gone, unreachable or not connected back",
+		  qp->ib.qp.qp_num, atomic_load(&qp->sh->dlid),
+		  atomic_load(&qp->sh->dest_qpn));
+	o->req_status = IBV_WC_RETRY_EXC_ERR;
+	return EXEC_DONE;
+}
+
 /* Execute @w. sq_lock held. Return EXEC_DONE (completion posted as needed)
  * or EXEC_RNR (nothing happened; retry later). */
 static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
@@ -932,24 +962,11 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		goto done;
 	}
 	if (!resolve_connected(qp, &t)) {
-		uint64_t now, tmo;
-
 		if (qp->type != IBV_QPT_RC)
 			goto done;	/* UC: lost on the wire */
-		/* As on a fabric: the request goes unanswered and is
-		 * retried until the transport retry budget, timeout x
-		 * (retry_cnt + 1), runs out (timeout 0: forever). */
-		now = srdma_now_ns();
-		tmo = srdma_ack_timeout_ns(qp->attr.timeout);
-		if (!w->first_try_ns)
-			w->first_try_ns = now;
-		if (tmo == UINT64_MAX ||
-		    now - w->first_try_ns <= tmo * (qp->attr.retry_cnt + 1ull))
-			return EXEC_RNR;
-		srdma_dbg("QP %#x: peer lid %u QP %#x unreachable or not connected back",
-			  qp->ib.qp.qp_num, atomic_load(&qp->sh->dlid),
-			  atomic_load(&qp->sh->dest_qpn));
-		o.req_status = IBV_WC_RETRY_EXC_ERR;
+		r = unanswered(qp, w, &o);
+		if (r == EXEC_RNR)
+			return r;
 		goto done;
 	}
 	switch (w->opcode) {
@@ -977,6 +994,15 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		uint64_t now = srdma_now_ns();
 		uint64_t tmo = srdma_rnr_timer_ns(t.qp->min_rnr_timer);
 
+		/* A dead responder sends no RNR NAK: from now on the
+		 * request goes unanswered (the kernel is asked at most once
+		 * a millisecond, only on this retry path). */
+		if (srdma_peer_gone(qp->ctx, t.p)) {
+			r = unanswered(qp, w, &o);
+			if (r == EXEC_RNR)
+				return r;
+			goto done;
+		}
 		if (!w->first_try_ns)
 			w->first_try_ns = now;
 		if (qp->attr.rnr_retry == 7 ||
@@ -988,6 +1014,9 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	if (o.resp_error)
 		target_error(qp, &t, o.resp_event);
 done:
+	/* UC/UD: a vanished responder's packets are lost, silently. */
+	if (o.req_status == IBV_WC_RETRY_EXC_ERR && qp->type != IBV_QPT_RC)
+		o.req_status = IBV_WC_SUCCESS;
 	if (o.req_status != IBV_WC_SUCCESS) {
 		post_own(qp, w, o.req_status, 0);
 		own_error_locked(qp);

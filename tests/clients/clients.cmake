@@ -123,3 +123,24 @@ srdma_cm_test(ucmatose cm
 # non-zero within seconds, not hang.
 srdma_cm_test(rping_no_listener refused TIMEOUT 10
 	CLIENT rping -c -a 127.0.0.1 -C 1)
+
+# Peer death (issue 9): every perftest binary with its server, then its
+# client, SIGKILLed at random moments (seeded, printed); the survivor must
+# exit within a bound and never keep softrdma retrying. See peer_death.sh.
+srdma_client_port(peer_death_port)
+add_test(NAME clients.peer_death
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/peer_death.sh
+		$<TARGET_FILE:srdma> ${peer_death_port})
+set_tests_properties(clients.peer_death PROPERTIES TIMEOUT 300
+	LABELS "clients;robust" SKIP_RETURN_CODE 77)
+srdma_test_env(clients.peer_death)
+
+# A long-running rping -s -P under ulimit -n 64 serving 400 sequential
+# clients stays flat in fds, mappings and RSS (issue 9).
+srdma_client_port(rping_persistent_port)
+add_test(NAME clients.rping_persistent
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/rping_persistent.sh
+		$<TARGET_FILE:srdma> ${rping_persistent_port} 400)
+set_tests_properties(clients.rping_persistent PROPERTIES TIMEOUT 300
+	LABELS "clients;robust" SKIP_RETURN_CODE 77)
+srdma_test_env(clients.rping_persistent)

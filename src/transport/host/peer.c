@@ -3,12 +3,25 @@
  * peer.c - the host transport's view of other contexts as targets.
  *
  * An initiator resolves a destination LID to a registry entry, maps that
- * context's segment once and caches it in ctx->peers[lid] (our own LID
- * resolves to our own segment, unmapped never). The cache is checked on
- * every use against the registry entry (pid and start time), so a peer
- * that died is noticed at the next operation, and a LID taken over by a
- * new process is mapped afresh; retired peers stay allocated until our
- * context closes, because other threads may still hold the pointer.
+ * context's segment and caches it in ctx->peers[lid] (our own LID resolves
+ * to our own segment, unmapped never). Peers are reference counted under
+ * ctx->lock: srdma_peer_get() hands out a reference, which a QP keeps in
+ * qp->peer (the engine only touches a peer under that QP's sq_lock, so the
+ * QP's reference covers every access in flight) until it is re-pointed,
+ * reset or destroyed. A peer whose owner died is retired from the cache
+ * and released (segment unmapped, FIFOs and pidfd closed) when its last
+ * reference goes; a live peer nobody references waits on a short LRU of
+ * idle peers, so a UD QP alternating between a few destinations does not
+ * map and unmap on every WR, and long-running servers stay flat however
+ * many clients come and go (docs/design/lifetimes.md).
+ *
+ * Liveness has two levels. srdma_peer_alive() only reads the registry
+ * entry (no system call: it runs on every WR). srdma_peer_gone() also
+ * asks the kernel, through a pidfd (or /proc where pidfd_open fails), and
+ * is called only where a WR waits for the peer (RNR, no answer), at most
+ * once per SRDMA_PEER_CHECK_NS per peer: a SIGKILLed owner leaves its
+ * registry entry LIVE until someone reaps it, and without the kernel's
+ * word a WR with rnr_retry = 7 would wait for it forever.
  *
  * Wake-ups go through the peer's FIFOs (completion channels, async fd),
  * opened O_RDWR | O_NONBLOCK: holding a read end ourselves means a write
@@ -25,7 +38,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -41,6 +56,11 @@ void srdma_fifo_path(const struct srdma_context *ctx, char *buf, size_t len,
 		snprintf(buf, len, "%s.%u.%d", kind, lid, (int)pid);
 	(void)ctx;
 }
+
+/* Liveness is asked of the kernel at most this often per peer. */
+#define SRDMA_PEER_CHECK_NS 1000000ull		/* 1 ms */
+/* Unreferenced live peers kept mapped (LRU) for reuse. */
+#define SRDMA_PEER_IDLE_MAX 8u
 
 static void peer_init_common(struct srdma_peer *p)
 {
@@ -58,13 +78,67 @@ bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p)
 
 	if (p->self)
 		return true;
+	/* Relaxed: a stale false only delays noticing by one retry. */
+	if (atomic_load_explicit(&p->dead, memory_order_relaxed))
+		return false;
 	/* Its segment shrank under us (shm_guard.c): as good as dead. */
 	if (srdma_shm_poisoned(p->seg))
+		return false;
+	/* A closed segment has its magic cleared: pairs with the release
+	 * store in srdma_host_detach(). */
+	if (__atomic_load_n(&p->seg->magic, __ATOMIC_ACQUIRE) !=
+	    SRDMA_SEG_MAGIC)
 		return false;
 	e = &ctx->host.reg.ent[p->reg_index];
 	return atomic_load_explicit(&e->state, memory_order_acquire) ==
 	       SRDMA_REG_LIVE && e->pid == p->pid &&
 	       e->start_time == p->start;
+}
+
+/* The owner has exited (a zombie counts: it will never answer). */
+static bool proc_exited(const struct srdma_peer *p)
+{
+	struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+
+	if (p->pidfd < 0)
+		return !srdma_proc_alive(p->pid, p->start);
+	/* A pidfd polls readable once its process has exited. */
+	return poll(&pfd, 1, 0) == 1;
+}
+
+bool srdma_peer_gone(struct srdma_context *ctx, struct srdma_peer *p)
+{
+	uint64_t now, next;
+
+	if (p->self)
+		return false;
+	if (!srdma_peer_alive(ctx, p))
+		return true;
+	now = srdma_now_ns();
+	next = atomic_load_explicit(&p->next_check_ns, memory_order_relaxed);
+	/* One caller per period asks the kernel; relaxed: only a rate. */
+	if (now < next ||
+	    !atomic_compare_exchange_strong_explicit(&p->next_check_ns, &next,
+						     now + SRDMA_PEER_CHECK_NS,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		return false;
+	if (!proc_exited(p))
+		return false;
+	srdma_dbg("peer lid %u (pid %d) has exited", p->lid, (int)p->pid);
+	atomic_store_explicit(&p->dead, true, memory_order_relaxed);
+	return true;
+}
+
+static int pidfd_open_pid(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
 }
 
 static struct srdma_peer *peer_map(struct srdma_context *ctx, uint32_t lid)
@@ -73,6 +147,7 @@ static struct srdma_peer *peer_map(struct srdma_context *ctx, uint32_t lid)
 	struct srdma_peer_seg ps;
 	struct srdma_peer *p;
 	char name[48];
+	int pidfd;
 	pid_t pid;
 	uint64_t start;
 
@@ -84,76 +159,61 @@ static struct srdma_peer *peer_map(struct srdma_context *ctx, uint32_t lid)
 	start = e->start_time;
 	memcpy(name, e->seg_name, sizeof(name));
 	name[sizeof(name) - 1] = 0;
+	/* Open the pidfd first: the start time checked after it proves it
+	 * names the owner, not a process that recycled its pid. */
+	pidfd = pidfd_open_pid(pid);
+	if (pidfd < 0)
+		srdma_dbg("pidfd_open(%d): %s; liveness through /proc",
+			  (int)pid, strerror(errno));
 	if (!srdma_proc_alive(pid, start))
-		return NULL;
+		goto fail;
 	{
 		char want[sizeof(name)];
 
 		snprintf(want, sizeof(want), "ctx.%u.%d", lid, (int)pid);
 		if (strcmp(name, want))
-			return NULL;
+			goto fail;
 	}
 	if (srdma_peer_seg_map(ctx->host.dirfd, name, &ps))
-		return NULL;
-	if (ps.seg->owner_pid != pid || ps.seg->lid != lid) {
-		srdma_peer_seg_unmap(&ps);
-		return NULL;
-	}
+		goto fail;
+	if (ps.seg->owner_pid != pid || ps.seg->lid != lid)
+		goto fail_unmap;
 	p = calloc(1, sizeof(*p));
-	if (!p) {
-		srdma_peer_seg_unmap(&ps);
-		return NULL;
-	}
+	if (!p)
+		goto fail_unmap;
 	p->seg = ps.seg;
 	p->seg_size = ps.size;
 	p->pid = pid;
 	p->start = start;
+	p->pidfd = pidfd;
 	p->lid = lid;
 	p->reg_index = (int)lid - 1;
 	peer_init_common(p);
 	return p;
+
+fail_unmap:
+	srdma_peer_seg_unmap(&ps);
+fail:
+	if (pidfd >= 0)
+		close(pidfd);
+	return NULL;
 }
 
-struct srdma_peer *srdma_peer_get(struct srdma_context *ctx, uint32_t lid)
+static struct srdma_peer *peer_self(struct srdma_context *ctx)
 {
-	struct srdma_peer *p;
+	struct srdma_peer *p = calloc(1, sizeof(*p));
 
-	if (!lid || lid > SRDMA_REG_ENTRIES)
+	if (!p)
 		return NULL;
-	p = atomic_load_explicit(&ctx->peers[lid], memory_order_acquire);
-	if (p && srdma_peer_alive(ctx, p))
-		return p;
-
-	pthread_mutex_lock(&ctx->lock);
-	p = atomic_load_explicit(&ctx->peers[lid], memory_order_relaxed);
-	if (p && !srdma_peer_alive(ctx, p)) {
-		/* Retire: other threads may still hold it. */
-		atomic_store(&ctx->peers[lid], NULL);
-		p->next_dead = ctx->dead_peers;
-		ctx->dead_peers = p;
-		p = NULL;
-	}
-	if (!p) {
-		if (lid == ctx->host.lid) {
-			p = calloc(1, sizeof(*p));
-			if (p) {
-				p->seg = ctx->host.seg;
-				p->seg_size = ctx->host.seg_size;
-				p->pid = ctx->host.pid;
-				p->start = ctx->host.start_time;
-				p->lid = lid;
-				p->reg_index = ctx->host.reg_index;
-				p->self = true;
-				peer_init_common(p);
-			}
-		} else {
-			p = peer_map(ctx, lid);
-		}
-		if (p)
-			atomic_store_explicit(&ctx->peers[lid], p,
-					      memory_order_release);
-	}
-	pthread_mutex_unlock(&ctx->lock);
+	p->seg = ctx->host.seg;
+	p->seg_size = ctx->host.seg_size;
+	p->pid = ctx->host.pid;
+	p->start = ctx->host.start_time;
+	p->pidfd = -1;
+	p->lid = ctx->host.lid;
+	p->reg_index = ctx->host.reg_index;
+	p->self = true;
+	peer_init_common(p);
 	return p;
 }
 
@@ -167,6 +227,8 @@ static void peer_free(struct srdma_peer *p)
 	free(p->chan_fd);
 	if (p->async_fd >= 0)
 		close(p->async_fd);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	if (!p->self) {
 		struct srdma_peer_seg ps = { p->seg, p->seg_size };
 
@@ -176,17 +238,143 @@ static void peer_free(struct srdma_peer *p)
 	free(p);
 }
 
+/* Idle LRU (ctx->lock): unreferenced, cached, believed alive. */
+static void idle_del(struct srdma_context *ctx, struct srdma_peer *p)
+{
+	if (p->idle_prev)
+		p->idle_prev->idle_next = p->idle_next;
+	else
+		ctx->peer_idle_head = p->idle_next;
+	if (p->idle_next)
+		p->idle_next->idle_prev = p->idle_prev;
+	else
+		ctx->peer_idle_tail = p->idle_prev;
+	p->idle_prev = p->idle_next = NULL;
+	ctx->n_peer_idle--;
+}
+
+static void idle_add(struct srdma_context *ctx, struct srdma_peer *p)
+{
+	p->idle_next = NULL;
+	p->idle_prev = ctx->peer_idle_tail;
+	if (ctx->peer_idle_tail)
+		ctx->peer_idle_tail->idle_next = p;
+	else
+		ctx->peer_idle_head = p;
+	ctx->peer_idle_tail = p;
+	ctx->n_peer_idle++;
+}
+
+/* Take @p out of the cache (ctx->lock); the caller frees it or keeps it
+ * on the retired list while references remain. */
+static void uncache(struct srdma_context *ctx, struct srdma_peer *p)
+{
+	atomic_store_explicit(&ctx->peers[p->lid], NULL,
+			      memory_order_relaxed);
+	p->cached = false;
+}
+
+/* Retire the cached @p whose owner is gone (ctx->lock). */
+static void retire(struct srdma_context *ctx, struct srdma_peer *p)
+{
+	uncache(ctx, p);
+	if (!p->ref) {
+		idle_del(ctx, p);
+		peer_free(p);
+		return;
+	}
+	p->next_dead = ctx->dead_peers;
+	ctx->dead_peers = p;
+}
+
+/* Release idle peers whose owner left, and the oldest beyond the cap. */
+static void idle_sweep(struct srdma_context *ctx)
+{
+	struct srdma_peer *p, *next;
+
+	for (p = ctx->peer_idle_head; p; p = next) {
+		next = p->idle_next;
+		if (srdma_peer_gone(ctx, p))
+			retire(ctx, p);
+	}
+	while (ctx->n_peer_idle > SRDMA_PEER_IDLE_MAX)
+		retire(ctx, ctx->peer_idle_head);
+}
+
+struct srdma_peer *srdma_peer_get(struct srdma_context *ctx, uint32_t lid)
+{
+	struct srdma_peer *p;
+
+	if (!lid || lid > SRDMA_REG_ENTRIES)
+		return NULL;
+	pthread_mutex_lock(&ctx->lock);
+	p = atomic_load_explicit(&ctx->peers[lid], memory_order_relaxed);
+	if (p && !srdma_peer_alive(ctx, p)) {
+		retire(ctx, p);
+		p = NULL;
+	}
+	if (!p) {
+		idle_sweep(ctx);
+		p = lid == ctx->host.lid ? peer_self(ctx) : peer_map(ctx, lid);
+		if (p) {
+			p->cached = true;
+			atomic_store_explicit(&ctx->peers[lid], p,
+					      memory_order_relaxed);
+		}
+	} else if (!p->ref) {
+		idle_del(ctx, p);
+	}
+	if (p)
+		p->ref++;
+	pthread_mutex_unlock(&ctx->lock);
+	return p;
+}
+
+void srdma_peer_put(struct srdma_context *ctx, struct srdma_peer *p)
+{
+	struct srdma_peer **pp;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	if (--p->ref)
+		goto out;
+	if (p->cached) {
+		if (srdma_peer_alive(ctx, p)) {
+			idle_add(ctx, p);
+			idle_sweep(ctx);
+		} else {
+			uncache(ctx, p);
+			peer_free(p);
+		}
+		goto out;
+	}
+	/* Retired while referenced: its last user just left. */
+	for (pp = &ctx->dead_peers; *pp; pp = &(*pp)->next_dead) {
+		if (*pp == p) {
+			*pp = p->next_dead;
+			break;
+		}
+	}
+	peer_free(p);
+out:
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 void srdma_peer_fini(struct srdma_context *ctx)
 {
 	struct srdma_peer *p;
 	uint32_t i;
 
+	/* Close: every QP is gone, so no reference is used any more. */
 	for (i = 0; i <= SRDMA_REG_ENTRIES; i++) {
 		p = atomic_load(&ctx->peers[i]);
 		if (p)
 			peer_free(p);
 		atomic_store(&ctx->peers[i], NULL);
 	}
+	ctx->peer_idle_head = ctx->peer_idle_tail = NULL;
+	ctx->n_peer_idle = 0;
 	while ((p = ctx->dead_peers)) {
 		ctx->dead_peers = p->next_dead;
 		peer_free(p);

@@ -197,8 +197,13 @@ void srdma_host_detach(struct srdma_host_ctx *h)
 
 	if (!h->seg)
 		return;
-	/* Unpublish first so no new peer maps us, then remove the file:
-	 * ours only (the name may have been replaced meanwhile). */
+	/* A peer still mapping us must see we are gone even when this
+	 * process reopens and gets our LID back (same pid and start time):
+	 * clear the magic (pairs with the acquire load in
+	 * srdma_peer_alive()). Then unpublish so no new peer maps us, then
+	 * remove the file: ours only (the name may have been replaced
+	 * meanwhile). */
+	__atomic_store_n(&h->seg->magic, 0, __ATOMIC_RELEASE);
 	publish_entry(h, SRDMA_REG_FREE);
 	if (!fstatat(h->dirfd, h->seg_name, &a, AT_SYMLINK_NOFOLLOW) &&
 	    !fstat(h->seg_fd, &b) && a.st_dev == b.st_dev &&

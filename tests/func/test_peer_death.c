@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * test_peer_death.c - a peer process killed with SIGKILL, seen from the
+ * survivor (issue 9, defect 1; verbs-semantics.md §5).
+ *
+ * A dead responder sends no RNR NAK and no ACK, so hardware ends the WR
+ * with IBV_WC_RETRY_EXC_ERR once the transport retry budget (timeout x
+ * (retry_cnt + 1)) is spent, even with rnr_retry = 7 (infinite RNR
+ * retries). Covered, with perftest's settings (timeout 14, retry_cnt 7,
+ * rnr_retry 7: a budget of about 0.5 s):
+ *  - RNR in flight: a SEND and a WRITE_WITH_IMM wait for receive WQEs the
+ *    target never posts; the target is SIGKILLed (left a zombie, then also
+ *    reaped); both end with RETRY_EXC_ERR within about 1 s;
+ *  - every other RC opcode (WRITE, READ, CMP_SWP, FETCH_ADD) to the dead
+ *    target: RETRY_EXC_ERR; UC SEND/WRITE and UD SEND: complete
+ *    successfully (a vanished peer's packets are dropped silently);
+ *  - the survivor as passive target: an initiator streaming WRITEs and
+ *    SENDs is killed at random moments (seeded, printed); dereg, destroy
+ *    and close in the survivor finish promptly.
+ * Each figure is printed ("peer death: ...").
+ *
+ * Children never use cmocka; every test arms alarm() as a watchdog.
+ */
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "dp_util.h"
+
+enum {
+	Q_SEND,
+	Q_WIMM,
+	Q_WRITE,
+	Q_READ,
+	Q_CSWAP,
+	Q_FADD,
+	Q_UC_SEND,
+	Q_UC_WRITE,
+	Q_UD,
+	NQ
+};
+
+#define PD_BUF	65536
+#define WAIT_MS 5000 /* far beyond the ~0.5 s budget: "never" */
+
+struct pinfo {
+	uint32_t qpn[NQ];
+	uint16_t lid;
+	uint64_t addr;
+	uint32_t rkey;
+};
+
+struct pside {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp[NQ];
+	struct ibv_ah *ah;
+	char *buf;
+	struct ibv_mr *mr;
+	uint16_t lid;
+};
+
+#define XCHK(c)                                                                \
+	do {                                                                   \
+		if (!(c)) {                                                    \
+			fprintf(stderr, "child %s:%d: check failed: %s\n",     \
+				__FILE__, __LINE__, #c);                       \
+			_exit(2);                                              \
+		}                                                              \
+	} while (0)
+
+static int xio(int fd, void *p, size_t n, bool wr)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = wr ? write(fd, c, n) : read(fd, c, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static enum ibv_qp_type qtype(int i)
+{
+	if (i == Q_UD)
+		return IBV_QPT_UD;
+	if (i == Q_UC_SEND || i == Q_UC_WRITE)
+		return IBV_QPT_UC;
+	return IBV_QPT_RC;
+}
+
+static int ps_open(struct pside *s)
+{
+	struct ibv_device **list;
+	struct ibv_port_attr pa;
+	int i, n = 0;
+
+	memset(s, 0, sizeof(*s));
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "srdma0"))
+			s->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!s->ctx)
+		return -1;
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = s->pd ? ibv_create_cq(s->ctx, 1024, NULL, NULL, 0) : NULL;
+	if (!s->cq)
+		return -1;
+	for (i = 0; i < NQ; i++) {
+		struct ibv_qp_init_attr ia;
+
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = s->cq;
+		ia.recv_cq = s->cq;
+		ia.qp_type = qtype(i);
+		ia.cap.max_send_wr = 128;
+		ia.cap.max_recv_wr = 128;
+		ia.cap.max_send_sge = 1;
+		ia.cap.max_recv_sge = 1;
+		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		if (!s->qp[i])
+			return -1;
+	}
+	s->buf = mmap(NULL, PD_BUF, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s->buf == MAP_FAILED)
+		return -1;
+	s->mr = ibv_reg_mr(s->pd, s->buf, PD_BUF,
+			   IBV_ACCESS_LOCAL_WRITE | DP_REMOTE_ACCESS);
+	if (!s->mr)
+		return -1;
+	memset(&pa, 0, sizeof(pa));
+	if (ibv_query_port(s->ctx, 1, &pa))
+		return -1;
+	s->lid = pa.lid;
+	return 0;
+}
+
+static void ps_info(const struct pside *s, struct pinfo *in)
+{
+	int i;
+
+	memset(in, 0, sizeof(*in));
+	for (i = 0; i < NQ; i++)
+		in->qpn[i] = s->qp[i]->qp_num;
+	in->lid = s->lid;
+	in->addr = (uintptr_t)s->buf;
+	in->rkey = s->mr->rkey;
+}
+
+/* Every QP to RTS towards the peer, perftest's transport settings. */
+static int ps_connect(struct pside *s, const struct pinfo *peer)
+{
+	struct ibv_ah_attr ah = {.dlid = peer->lid, .port_num = 1};
+	int i;
+
+	for (i = 0; i < NQ; i++) {
+		enum ibv_qp_type t = qtype(i);
+		struct ibv_qp_attr a;
+		int mask;
+
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+		if (t == IBV_QPT_UD) {
+			a.qkey = DP_QKEY;
+			mask |= IBV_QP_QKEY;
+		} else {
+			a.qp_access_flags = DP_REMOTE_ACCESS;
+			mask |= IBV_QP_ACCESS_FLAGS;
+		}
+		if (ibv_modify_qp(s->qp[i], &a, mask))
+			return -1;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		mask = IBV_QP_STATE;
+		if (t != IBV_QPT_UD) {
+			a.path_mtu = IBV_MTU_1024;
+			a.dest_qp_num = peer->qpn[i];
+			a.ah_attr = ah;
+			mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				IBV_QP_RQ_PSN;
+		}
+		if (t == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = 4;
+			a.min_rnr_timer = 12;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
+		}
+		if (ibv_modify_qp(s->qp[i], &a, mask))
+			return -1;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		if (t == IBV_QPT_RC) {
+			a.timeout = 14;
+			a.retry_cnt = 7;
+			a.rnr_retry = 7;
+			a.max_rd_atomic = 4;
+			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		if (ibv_modify_qp(s->qp[i], &a, mask))
+			return -1;
+	}
+	s->ah = ibv_create_ah(s->pd, &ah);
+	return s->ah ? 0 : -1;
+}
+
+static void ps_close(struct pside *s)
+{
+	int i;
+
+	if (s->ah)
+		ibv_destroy_ah(s->ah);
+	for (i = 0; i < NQ; i++)
+		if (s->qp[i])
+			ibv_destroy_qp(s->qp[i]);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->cq)
+		ibv_destroy_cq(s->cq);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->ctx)
+		ibv_close_device(s->ctx);
+	if (s->buf)
+		munmap(s->buf, PD_BUF);
+	memset(s, 0, sizeof(*s));
+}
+
+static int post_recv(struct pside *s, int q, uint64_t off)
+{
+	struct ibv_sge sg = {(uintptr_t)s->buf + off, 256, s->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = off, .sg_list = &sg, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(s->qp[q], &wr, &bad);
+}
+
+static int post_op(struct pside *s, int q, enum ibv_wr_opcode op,
+		   const struct pinfo *peer, bool signaled)
+{
+	struct ibv_sge sg = {(uintptr_t)s->buf + 4096, 8, s->mr->lkey};
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uint64_t)q;
+	wr.opcode = op;
+	wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = peer->addr + 8192;
+		wr.wr.atomic.rkey = peer->rkey;
+		wr.wr.atomic.compare_add = 1;
+	} else if (qtype(q) == IBV_QPT_UD) {
+		wr.wr.ud.ah = s->ah;
+		wr.wr.ud.remote_qpn = peer->qpn[q];
+		wr.wr.ud.remote_qkey = DP_QKEY;
+	} else {
+		wr.wr.rdma.remote_addr = peer->addr + 8192;
+		wr.wr.rdma.rkey = peer->rkey;
+	}
+	return ibv_post_send(s->qp[q], &wr, &bad);
+}
+
+/* Fork a child running @fn with one end of a socketpair. */
+static pid_t spawn(int *fd, void (*fn)(int, unsigned int), unsigned int arg)
+{
+	int sv[2];
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		close(sv[0]);
+		alarm(30);
+		fn(sv[1], arg);
+		_exit(0);
+	}
+	close(sv[1]);
+	*fd = sv[0];
+	return pid;
+}
+
+/* ---- the target dies ------------------------------------------------------
+ */
+
+/* Target: receive WQEs on UC and UD only (RC SENDs meet RNR), then wait. */
+static void target_child(int fd, unsigned int arg)
+{
+	struct pinfo me, peer;
+	struct pside s;
+	char b = 'R';
+	int i;
+
+	(void)arg;
+	XCHK(!ps_open(&s));
+	ps_info(&s, &me);
+	XCHK(!xio(fd, &me, sizeof(me), true));
+	XCHK(!xio(fd, &peer, sizeof(peer), false));
+	XCHK(!ps_connect(&s, &peer));
+	for (i = 0; i < 8; i++) {
+		XCHK(!post_recv(&s, Q_UC_SEND, 256 * (uint64_t)i));
+		XCHK(!post_recv(&s, Q_UD, 4096 + 256 * (uint64_t)i));
+	}
+	XCHK(!xio(fd, &b, 1, true));
+	for (;;)
+		pause();
+}
+
+/* Completions polled while waiting for another QP's: by wr_id (QP). */
+static struct {
+	bool got;
+	int status;
+	uint64_t ms;
+} early[NQ];
+
+/* Wait for the completion of QP @q; its status, or -1 after WAIT_MS. */
+static int wait_wc(struct ibv_cq *cq, int q, uint64_t *ms)
+{
+	uint64_t t0 = dp_now_ms();
+	struct ibv_wc wc;
+
+	if (early[q].got) {
+		early[q].got = false;
+		*ms = early[q].ms;
+		return early[q].status;
+	}
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		assert_true(n >= 0);
+		if (n && wc.wr_id == (uint64_t)q) {
+			*ms = dp_now_ms() - t0;
+			return wc.status;
+		}
+		if (n && wc.wr_id < NQ) {
+			early[wc.wr_id].got = true;
+			early[wc.wr_id].status = wc.status;
+			early[wc.wr_id].ms = dp_now_ms() - t0;
+		}
+		if (dp_now_ms() - t0 > WAIT_MS) {
+			*ms = dp_now_ms() - t0;
+			return -1;
+		}
+		usleep(100);
+	}
+}
+
+static void expect_status(struct ibv_cq *cq, int q, int want, const char *what,
+			  const char *when)
+{
+	uint64_t ms = 0;
+	int st = wait_wc(cq, q, &ms);
+
+	if (st < 0)
+		fu_report(__FILE__, __LINE__,
+			  "%s (%s): no completion within %d ms", what, when,
+			  WAIT_MS);
+	else
+		fu_expect(st == want, "%s (%s): status %s, want %s", what, when,
+			  ibv_wc_status_str(st), ibv_wc_status_str(want));
+	printf("peer death: %s to a killed target (%s): %s after %" PRIu64
+	       " ms\n",
+	       what, when, st < 0 ? "nothing" : ibv_wc_status_str(st), ms);
+}
+
+static void target_killed(bool reap_first)
+{
+	const char *when = reap_first ? "reaped" : "zombie";
+	struct pinfo me, peer;
+	struct pside s;
+	struct ibv_wc wc;
+	int fd, st;
+	pid_t pid;
+	char b = 0;
+
+	alarm(60);
+	memset(early, 0, sizeof(early));
+	pid = spawn(&fd, target_child, 0);
+	assert_int_equal(ps_open(&s), 0);
+	ps_info(&s, &me);
+	assert_int_equal(xio(fd, &peer, sizeof(peer), false), 0);
+	assert_int_equal(xio(fd, &me, sizeof(me), true), 0);
+	assert_int_equal(ps_connect(&s, &peer), 0);
+	assert_int_equal(xio(fd, &b, 1, false), 0);
+	assert_int_equal(b, 'R');
+
+	/* RNR: nothing completes while the target lives (rnr_retry 7). */
+	assert_int_equal(post_op(&s, Q_SEND, IBV_WR_SEND, &peer, true), 0);
+	assert_int_equal(
+		post_op(&s, Q_WIMM, IBV_WR_RDMA_WRITE_WITH_IMM, &peer, true),
+		0);
+	usleep(200000);
+	fu_expect(ibv_poll_cq(s.cq, 1, &wc) == 0,
+		  "RNR WR completed while its target lives");
+
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	if (reap_first)
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+	expect_status(s.cq, Q_SEND, IBV_WC_RETRY_EXC_ERR, "RC SEND in RNR",
+		      when);
+	expect_status(s.cq, Q_WIMM, IBV_WC_RETRY_EXC_ERR,
+		      "RC WRITE_WITH_IMM in RNR", when);
+
+	assert_int_equal(post_op(&s, Q_WRITE, IBV_WR_RDMA_WRITE, &peer, true),
+			 0);
+	expect_status(s.cq, Q_WRITE, IBV_WC_RETRY_EXC_ERR, "RC WRITE", when);
+	assert_int_equal(post_op(&s, Q_READ, IBV_WR_RDMA_READ, &peer, true), 0);
+	expect_status(s.cq, Q_READ, IBV_WC_RETRY_EXC_ERR, "RC READ", when);
+	assert_int_equal(
+		post_op(&s, Q_CSWAP, IBV_WR_ATOMIC_CMP_AND_SWP, &peer, true),
+		0);
+	expect_status(s.cq, Q_CSWAP, IBV_WC_RETRY_EXC_ERR, "RC CMP_SWP", when);
+	assert_int_equal(
+		post_op(&s, Q_FADD, IBV_WR_ATOMIC_FETCH_AND_ADD, &peer, true),
+		0);
+	expect_status(s.cq, Q_FADD, IBV_WC_RETRY_EXC_ERR, "RC FETCH_ADD", when);
+	/* Unreliable transports: the packets are lost, the sends "done". */
+	assert_int_equal(post_op(&s, Q_UC_SEND, IBV_WR_SEND, &peer, true), 0);
+	expect_status(s.cq, Q_UC_SEND, IBV_WC_SUCCESS, "UC SEND", when);
+	assert_int_equal(
+		post_op(&s, Q_UC_WRITE, IBV_WR_RDMA_WRITE, &peer, true), 0);
+	expect_status(s.cq, Q_UC_WRITE, IBV_WC_SUCCESS, "UC WRITE", when);
+	assert_int_equal(post_op(&s, Q_UD, IBV_WR_SEND, &peer, true), 0);
+	expect_status(s.cq, Q_UD, IBV_WC_SUCCESS, "UD SEND", when);
+
+	if (!reap_first)
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(fd);
+	ps_close(&s);
+	alarm(0);
+	fu_done();
+}
+
+static void test_target_killed_zombie(void **state)
+{
+	(void)state;
+	target_killed(false);
+}
+
+static void test_target_killed_reaped(void **state)
+{
+	(void)state;
+	target_killed(true);
+}
+
+/* ---- the initiator dies ----------------------------------------------------
+ */
+
+/* Initiator: stream WRITEs, SENDs and FETCH_ADDs at the parent until
+ * killed. */
+static void initiator_child(int fd, unsigned int arg)
+{
+	struct pinfo me, peer;
+	struct pside s;
+	struct ibv_wc wc[16];
+	unsigned int i;
+	char b;
+
+	(void)arg;
+	XCHK(!ps_open(&s));
+	ps_info(&s, &me);
+	XCHK(!xio(fd, &me, sizeof(me), true));
+	XCHK(!xio(fd, &peer, sizeof(peer), false));
+	XCHK(!ps_connect(&s, &peer));
+	XCHK(!xio(fd, &b, 1, false));
+	b = 'G';
+	XCHK(!xio(fd, &b, 1, true));
+	for (i = 0;; i++) {
+		(void)post_op(&s, Q_WRITE, IBV_WR_RDMA_WRITE, &peer,
+			      i % 8 == 0);
+		(void)post_op(&s, Q_FADD, IBV_WR_ATOMIC_FETCH_AND_ADD, &peer,
+			      i % 8 == 0);
+		/* Once its receives run out, SENDs wait (RNR): a full send
+		 * queue refuses more, which is fine. */
+		(void)post_op(&s, Q_SEND, IBV_WR_SEND, &peer, i % 8 == 0);
+		while (ibv_poll_cq(s.cq, 16, wc) > 0)
+			;
+	}
+}
+
+static void test_initiator_killed(void **state)
+{
+	unsigned int seed = (unsigned int)time(NULL) ^ (unsigned int)getpid();
+	int round;
+
+	(void)state;
+	if (getenv("SRDMA_TEST_SEED"))
+		seed = (unsigned int)strtoul(getenv("SRDMA_TEST_SEED"), NULL,
+					     0);
+	printf("peer death: initiator-killed seed %u\n", seed);
+	srand(seed);
+	alarm(60);
+	for (round = 0; round < 4; round++) {
+		unsigned int delay_ms = (unsigned int)rand() % 200;
+		struct pinfo me, peer;
+		struct pside s;
+		uint64_t t0, ms;
+		int fd, st, i;
+		pid_t pid;
+		char b = 'R';
+
+		pid = spawn(&fd, initiator_child, 0);
+		assert_int_equal(ps_open(&s), 0);
+		ps_info(&s, &me);
+		assert_int_equal(xio(fd, &peer, sizeof(peer), false), 0);
+		assert_int_equal(xio(fd, &me, sizeof(me), true), 0);
+		assert_int_equal(ps_connect(&s, &peer), 0);
+		for (i = 0; i < 100; i++)
+			assert_int_equal(
+				post_recv(&s, Q_SEND, 256 * (uint64_t)(i % 64)),
+				0);
+		assert_int_equal(xio(fd, &b, 1, true), 0);
+		assert_int_equal(xio(fd, &b, 1, false), 0);
+		usleep(delay_ms * 1000);
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		if (round & 1)
+			assert_int_equal(waitpid(pid, &st, 0), pid);
+		t0 = dp_now_ms();
+		ps_close(&s); /* dereg, destroy, close: must not hang */
+		ms = dp_now_ms() - t0;
+		if (!(round & 1))
+			assert_int_equal(waitpid(pid, &st, 0), pid);
+		close(fd);
+		fu_expect(ms < WAIT_MS, "survivor teardown took %" PRIu64 " ms",
+			  ms);
+		printf("peer death: initiator killed after %u ms (%s); "
+		       "target's dereg/destroy/close took %" PRIu64 " ms\n",
+		       delay_ms, round & 1 ? "reaped" : "zombie", ms);
+	}
+	alarm(0);
+	fu_done();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_target_killed_zombie),
+		cmocka_unit_test(test_target_killed_reaped),
+		cmocka_unit_test(test_initiator_killed),
+	};
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
