@@ -472,6 +472,7 @@ static struct srdma_atomic_file *atomics_map(struct srdma_context *ctx)
 	if (f == MAP_FAILED)
 		goto out_unlock;
 	srdma_shm_guard_add(f, sizeof(*f), -1);
+	(void)madvise(f, sizeof(*f), MADV_DONTFORK);	/* as the segments */
 	if (f->magic != SRDMA_ATOMIC_MAGIC) {
 		for (i = 0; i < SRDMA_ATOMIC_LOCKS; i++)
 			srdma_shm_mutex_init(&f->lock[i]);

@@ -317,8 +317,10 @@ int srdma_peer_seg_map(int dfd, const char *seg_name,
 		ret = -errno;
 		goto out;
 	}
-	/* Guarded before the first access: it may shrink any time. */
+	/* Guarded before the first access: it may shrink any time. A fork
+	 * child does not inherit it: it is the parent's window on a peer. */
 	srdma_shm_guard_add(map, size, -1);
+	(void)madvise(map, size, MADV_DONTFORK);
 	s = map;
 	/* Validate once, before trusting anything (R8); from now on the
 	 * accessors use the constants these fields were checked against. */

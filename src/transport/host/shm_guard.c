@@ -30,6 +30,13 @@
  * Concurrency: the table is written under guard_lock (never in the
  * handler) and read lock-free by the handler: an entry's len is stored
  * before its base (release), the handler loads base first (acquire).
+ *
+ * fork(): guard_lock is held across fork() so the child's table is
+ * consistent. The child keeps only entries whose range it still has (the
+ * context's own segment and registry, and peer segments, are
+ * MADV_DONTFORK), so a child's own mapping that later lands at such an
+ * address faults as it would without us; and no entry of the child pokes
+ * a wake-up fd, since those are its parent's FIFOs.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -121,9 +128,42 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	chain(sig, si, uc);
 }
 
+static void guard_prepare(void)
+{
+	pthread_mutex_lock(&guard_lock);
+}
+
+static void guard_parent(void)
+{
+	pthread_mutex_unlock(&guard_lock);
+}
+
+/* In the child, single-threaded: drop what the child does not have. */
+static void guard_child(void)
+{
+	uint32_t i, n = atomic_load_explicit(&guard_hwm, memory_order_relaxed);
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+
+	for (i = 0; i < n; i++) {
+		struct guard *g = &guards[i];
+		uintptr_t base =
+			atomic_load_explicit(&g->base, memory_order_relaxed);
+		unsigned char v;
+
+		atomic_store_explicit(&g->wake_fd, -1, memory_order_relaxed);
+		if (base && mincore((void *)base, ps, &v) && errno == ENOMEM)
+			atomic_store_explicit(&g->base, 0,
+					      memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&guard_lock);
+}
+
 static void install(void)
 {
 	struct sigaction sa;
+
+	if (pthread_atfork(guard_prepare, guard_parent, guard_child))
+		srdma_warn("SIGBUS guard: no fork handlers");
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigbus;
