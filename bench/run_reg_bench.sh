@@ -40,6 +40,17 @@ out=$(mktemp) || exit 1
 maps=$(mktemp) || exit 1
 trap 'rm -f "$out" "$maps"' EXIT
 
+# Both tables' awk programs start with this: field("size") is the value of
+# the "size=..." word of the line (fields 2 on), or "".
+# shellcheck disable=SC2016 # awk source, expanded by awk
+awk_field='
+function field(name,   i) {
+	for (i = 2; i <= NF; i++)
+		if (index($i, name "=") == 1)
+			return substr($i, length(name) + 2)
+	return ""
+}'
+
 # The second table: bench_reg_mr per mapping-check path and address-space
 # size, each line prefixed with its column name.
 maps_table()
@@ -57,13 +68,7 @@ maps_table()
 	done
 	cat "$maps"
 	echo
-	awk '
-	function field(name,   i) {
-		for (i = 2; i <= NF; i++)
-			if (index($i, name "=") == 1)
-				return substr($i, length(name) + 2)
-		return ""
-	}
+	awk "$awk_field"'
 	/^# / { for (i = 2; i <= NF; i++) if (index($i, "maps=") == 1) \
 			actual[++runs] = substr($i, 6) }
 	$1 ~ /@/ {
@@ -112,13 +117,7 @@ env -u LD_LIBRARY_PATH -u LD_PRELOAD UCX_TLS="${UCX_TLS:-self,sm}" \
 cat "$out"
 echo
 
-awk '
-function field(name,   i) {
-	for (i = 2; i <= NF; i++)
-		if (index($i, name "=") == 1)
-			return substr($i, length(name) + 2)
-	return ""
-}
+awk "$awk_field"'
 $1 == "srdma" {
 	s = field("size")
 	srdma[s] = field("median_us")

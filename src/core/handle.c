@@ -168,7 +168,13 @@ bool srdma_handle_check(const void *p, enum srdma_obj_type type)
 	return ok;
 }
 
-bool srdma_handle_del(const void *p, enum srdma_obj_type type)
+/*
+ * Tombstone @p's slot if it holds a @type object created in this process
+ * (@inherited false) or inherited across fork() (@inherited true).
+ * Returns whether it did; takes h_lock.
+ */
+static bool del_matching(const void *p, enum srdma_obj_type type,
+			 bool inherited)
 {
 	struct hslot *s;
 	bool ok = false;
@@ -177,7 +183,7 @@ bool srdma_handle_del(const void *p, enum srdma_obj_type type)
 		return false;
 	pthread_mutex_lock(&h_lock);
 	s = find((uintptr_t)p);
-	if (s && s->type == type && s->gen == cur_gen()) {
+	if (s && s->type == type && (s->gen != cur_gen()) == inherited) {
 		s->p = TOMB;
 		h_live--;
 		ok = true;
@@ -186,21 +192,15 @@ bool srdma_handle_del(const void *p, enum srdma_obj_type type)
 	return ok;
 }
 
+bool srdma_handle_del(const void *p, enum srdma_obj_type type)
+{
+	return del_matching(p, type, false);
+}
+
 bool srdma_handle_forget_inherited(const void *p, enum srdma_obj_type type)
 {
-	struct hslot *s;
-	bool ok = false;
+	bool ok = del_matching(p, type, true);
 
-	if (!p)
-		return false;
-	pthread_mutex_lock(&h_lock);
-	s = find((uintptr_t)p);
-	if (s && s->type == type && s->gen != cur_gen()) {
-		s->p = TOMB;
-		h_live--;
-		ok = true;
-	}
-	pthread_mutex_unlock(&h_lock);
 	if (ok)
 		srdma_dbg("%p: object inherited across fork() forgotten", p);
 	return ok;

@@ -23,6 +23,22 @@
 #include "util/fault.h"
 #include "util/log.h"
 
+/*
+ * Write the fields of a window bound to nothing: no access, no range, no
+ * MR, no QP. Requires srdma_key_write_begin(@e) (the stores are relaxed;
+ * the key entry's sequence count publishes them).
+ */
+static void key_put_unbound(struct srdma_shm_key *e)
+{
+	SRDMA_KEY_PUT(e, access, 0);
+	SRDMA_KEY_PUT(e, iova, 0);
+	SRDMA_KEY_PUT(e, length, 0);
+	SRDMA_KEY_PUT(e, host_addr, 0);
+	SRDMA_KEY_PUT(e, mr_slot, UINT32_MAX);
+	SRDMA_KEY_PUT(e, flags, 0);
+	SRDMA_KEY_PUT(e, bind_qpn, 0);
+}
+
 int srdma_mw_alloc(struct ibv_pd *ibpd, enum ibv_mw_type type,
 		   struct srdma_mw **out)
 {
@@ -69,14 +85,8 @@ int srdma_mw_alloc(struct ibv_pd *ibpd, enum ibv_mw_type type,
 	SRDMA_KEY_PUT(e, state,
 		      type == IBV_MW_TYPE_1 ? SRDMA_KEY_VALID :
 					      SRDMA_KEY_INVALID);
-	SRDMA_KEY_PUT(e, flags, 0);
-	SRDMA_KEY_PUT(e, access, 0);
 	SRDMA_KEY_PUT(e, pd_handle, ibpd->handle);
-	SRDMA_KEY_PUT(e, bind_qpn, 0);
-	SRDMA_KEY_PUT(e, iova, 0);
-	SRDMA_KEY_PUT(e, length, 0);
-	SRDMA_KEY_PUT(e, host_addr, 0);
-	SRDMA_KEY_PUT(e, mr_slot, UINT32_MAX);
+	key_put_unbound(e);
 	SRDMA_KEY_PUT(e, req_length, 0);
 	atomic_store_explicit(&e->key, key, memory_order_relaxed);
 	srdma_key_write_end(e);
@@ -267,13 +277,7 @@ int srdma_mw_bind_exec(struct srdma_context *ctx, struct srdma_pd *qpd,
 	if (unbind) {
 		/* type 1: valid but empty */
 		SRDMA_KEY_PUT(e, state, SRDMA_KEY_VALID);
-		SRDMA_KEY_PUT(e, access, 0);
-		SRDMA_KEY_PUT(e, iova, 0);
-		SRDMA_KEY_PUT(e, length, 0);
-		SRDMA_KEY_PUT(e, host_addr, 0);
-		SRDMA_KEY_PUT(e, mr_slot, UINT32_MAX);
-		SRDMA_KEY_PUT(e, flags, 0);
-		SRDMA_KEY_PUT(e, bind_qpn, 0);
+		key_put_unbound(e);
 	} else {
 		SRDMA_KEY_PUT(e, state, SRDMA_KEY_VALID);
 		SRDMA_KEY_PUT(e, access,

@@ -50,6 +50,7 @@ struct dp_conn {
 	uint8_t rnr_retry;     /* this side as requester; default 0 */
 	uint8_t timeout;       /* default 14 */
 	uint8_t retry_cnt;     /* default 7 */
+	uint8_t rd_atomic;     /* RC READ/atomic depth, both ways; default 4 */
 	bool no_rts;	       /* stop in INIT */
 };
 
@@ -130,13 +131,18 @@ static inline void dp_ep_close(struct dp_ep *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* Bring @e's QP to RTS (RC/UC: connected to @rqpn at @rlid; UD: ready). */
-static inline void dp_connect(struct dp_ep *e, uint32_t rqpn, uint16_t rlid,
-			      const struct dp_conn *k)
+/*
+ * Bring @qp to RTS (RC/UC: connected to @rqpn at @rlid; UD: ready), or to
+ * INIT only with k->no_rts. Makes no cmocka call, so a forked child may use
+ * it. Returns 0 or the errno of the first ibv_modify_qp() that failed.
+ */
+static inline int dp_qp_connect(struct ibv_qp *qp, uint32_t rqpn, uint16_t rlid,
+				const struct dp_conn *k)
 {
-	enum ibv_qp_type type = e->qp->qp_type;
+	enum ibv_qp_type type = qp->qp_type;
+	uint8_t rd_atomic = k->rd_atomic ? k->rd_atomic : 4;
 	struct ibv_qp_attr a;
-	int mask;
+	int mask, r;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
@@ -150,9 +156,9 @@ static inline void dp_connect(struct dp_ep *e, uint32_t rqpn, uint16_t rlid,
 		a.qp_access_flags = k->access;
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
-	assert_int_equal(ibv_modify_qp(e->qp, &a, mask), 0);
-	if (k->no_rts)
-		return;
+	r = ibv_modify_qp(qp, &a, mask);
+	if (r || k->no_rts)
+		return r;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -167,11 +173,13 @@ static inline void dp_connect(struct dp_ep *e, uint32_t rqpn, uint16_t rlid,
 			IBV_QP_RQ_PSN;
 	}
 	if (type == IBV_QPT_RC) {
-		a.max_dest_rd_atomic = 4;
+		a.max_dest_rd_atomic = rd_atomic;
 		a.min_rnr_timer = k->min_rnr_timer ? k->min_rnr_timer : 1;
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	}
-	assert_int_equal(ibv_modify_qp(e->qp, &a, mask), 0);
+	r = ibv_modify_qp(qp, &a, mask);
+	if (r)
+		return r;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -181,11 +189,18 @@ static inline void dp_connect(struct dp_ep *e, uint32_t rqpn, uint16_t rlid,
 		a.timeout = k->timeout ? k->timeout : 14;
 		a.retry_cnt = k->retry_cnt ? k->retry_cnt : 7;
 		a.rnr_retry = k->rnr_retry;
-		a.max_rd_atomic = 4;
+		a.max_rd_atomic = rd_atomic;
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
 	}
-	assert_int_equal(ibv_modify_qp(e->qp, &a, mask), 0);
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+/* dp_qp_connect() on @e's QP, asserting that every step succeeds. */
+static inline void dp_connect(struct dp_ep *e, uint32_t rqpn, uint16_t rlid,
+			      const struct dp_conn *k)
+{
+	assert_int_equal(dp_qp_connect(e->qp, rqpn, rlid, k), 0);
 }
 
 static inline enum ibv_qp_state dp_qp_state(struct ibv_qp *qp)

@@ -23,22 +23,10 @@
  */
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 
-#include "dp_util.h"
+#include "xproc_util.h"
 
 #define WANT_QP 657
-
-#define XCHK(c)                                                                \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "child %s:%d: check failed: %s\n",     \
-				__FILE__, __LINE__, #c);                       \
-			_exit(2);                                              \
-		}                                                              \
-	} while (0)
 
 struct hello {
 	uint32_t n;
@@ -47,40 +35,6 @@ struct hello {
 	uint32_t rkey;
 	uint64_t len;
 };
-
-static int xsend(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t r = write(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static int xrecv(int fd, void *p, size_t n)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
 
 struct side {
 	struct ibv_context *ctx;
@@ -98,25 +52,13 @@ struct side {
  * 0 or -1, no cmocka. */
 static int side_open(struct side *s, uint32_t n, int cqe, bool srq)
 {
-	struct ibv_device **list;
-	struct ibv_port_attr pa;
 	uint32_t i;
-	int nd = 0, d;
 
 	memset(s, 0, sizeof(*s));
-	list = ibv_get_device_list(&nd);
-	if (!list)
+	if (xp_open_pd_cq(&s->ctx, &s->pd, &s->cq, cqe))
 		return -1;
-	for (d = 0; d < nd; d++)
-		if (!strcmp(ibv_get_device_name(list[d]), "srdma0"))
-			s->ctx = ibv_open_device(list[d]);
-	ibv_free_device_list(list);
-	if (!s->ctx)
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = s->pd ? ibv_create_cq(s->ctx, cqe, NULL, NULL, 0) : NULL;
 	s->qp = calloc(n, sizeof(*s->qp));
-	if (!s->cq || !s->qp)
+	if (!s->qp)
 		return -1;
 	if (srq) {
 		struct ibv_srq_init_attr sa;
@@ -129,19 +71,8 @@ static int side_open(struct side *s, uint32_t n, int cqe, bool srq)
 			return -1;
 	}
 	for (i = 0; i < n; i++) {
-		struct ibv_qp_init_attr ia;
-
-		memset(&ia, 0, sizeof(ia));
-		ia.srq = s->srq;
-		ia.send_cq = s->cq;
-		ia.recv_cq = s->cq;
-		ia.qp_type = IBV_QPT_RC;
-		ia.sq_sig_all = 1;
-		ia.cap.max_send_wr = 1;
-		ia.cap.max_recv_wr = 1;
-		ia.cap.max_send_sge = 1;
-		ia.cap.max_recv_sge = 1;
-		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		s->qp[i] =
+			xp_qp_create(s->pd, s->cq, s->srq, IBV_QPT_RC, 1, 1, 1);
 		if (!s->qp[i])
 			return -1;
 		s->qp[i]->qp_context = (void *)(uintptr_t)i;
@@ -152,11 +83,7 @@ static int side_open(struct side *s, uint32_t n, int cqe, bool srq)
 		       : NULL;
 	if (!s->mr)
 		return -1;
-	memset(&pa, 0, sizeof(pa));
-	if (ibv_query_port(s->ctx, 1, &pa))
-		return -1;
-	s->lid = pa.lid;
-	return 0;
+	return xp_port_lid(s->ctx, &s->lid);
 }
 
 static void side_close(struct side *s, uint32_t n)
@@ -170,51 +97,17 @@ static void side_close(struct side *s, uint32_t n)
 	free(s->buf);
 	if (s->srq)
 		ibv_destroy_srq(s->srq);
-	ibv_destroy_cq(s->cq);
-	ibv_dealloc_pd(s->pd);
-	ibv_close_device(s->ctx);
+	xp_close_pd_cq(s->ctx, s->pd, s->cq);
 	free(s->qp);
 }
 
 /* RC QP to RTS towards (@lid, @rqpn); 0 or an errno value. */
 static int rc_connect(struct ibv_qp *qp, uint32_t rqpn, uint16_t lid)
 {
-	struct ibv_qp_attr a;
-	int r;
+	static const struct dp_conn k = {.access = DP_REMOTE_ACCESS,
+					 .rd_atomic = 1};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = DP_REMOTE_ACCESS;
-	r = ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS);
-	if (r)
-		return r;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = rqpn;
-	a.ah_attr.dlid = lid;
-	a.ah_attr.port_num = 1;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	r = ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER);
-	if (r)
-		return r;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
+	return dp_qp_connect(qp, rqpn, lid, &k);
 }
 
 /* The initiator: one out-of-bounds write per QP; exits. */
@@ -284,21 +177,12 @@ static void run_access_errors(bool srq)
 	uint32_t *qpn, n, i, errs = 0, delivered = 0, dup = 0, other = 0;
 	uint32_t last_wqe = 0, order = 0, want;
 	uint8_t *seen;
-	int fds[2], st = 0, flags;
+	int fd, st = 0, flags;
 	uint16_t lid;
 	pid_t pid;
 
 	alarm(90);
-	assert_int_equal(
-		socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		close(fds[0]);
-		initiator(fds[1]);
-	}
-	close(fds[1]);
+	pid = xp_spawn(&fd, initiator, 0);
 
 	/* How many QPs: 657, or what the device allows (leave a few). */
 	{
@@ -323,15 +207,15 @@ static void run_access_errors(bool srq)
 	h.len = s.len;
 	for (i = 0; i < n; i++)
 		qpn[i] = s.qp[i]->qp_num;
-	assert_int_equal(xsend(fds[0], &h, sizeof(h)), 0);
-	assert_int_equal(xsend(fds[0], qpn, n * sizeof(*qpn)), 0);
-	assert_int_equal(xrecv(fds[0], &lid, sizeof(lid)), 0);
-	assert_int_equal(xrecv(fds[0], qpn, n * sizeof(*qpn)), 0);
+	assert_int_equal(xsend(fd, &h, sizeof(h)), 0);
+	assert_int_equal(xsend(fd, qpn, n * sizeof(*qpn)), 0);
+	assert_int_equal(xrecv(fd, &lid, sizeof(lid)), 0);
+	assert_int_equal(xrecv(fd, qpn, n * sizeof(*qpn)), 0);
 	for (i = 0; i < n; i++)
 		assert_int_equal(rc_connect(s.qp[i], qpn[i], lid), 0);
-	assert_int_equal(xsend(fds[0], "G", 1), 0);
+	assert_int_equal(xsend(fd, "G", 1), 0);
 	/* The owner stays passive while the initiator works. */
-	assert_int_equal(xrecv(fds[0], &errs, sizeof(errs)), 0);
+	assert_int_equal(xrecv(fd, &errs, sizeof(errs)), 0);
 
 	flags = fcntl(s.ctx->async_fd, F_GETFL);
 	assert_int_equal(fcntl(s.ctx->async_fd, F_SETFL, flags | O_NONBLOCK),
@@ -382,7 +266,7 @@ static void run_access_errors(bool srq)
 	       "REM_ACCESS_ERR\n",
 	       dup, other, errs);
 	fflush(stdout);
-	assert_int_equal(xsend(fds[0], "Q", 1), 0);
+	assert_int_equal(xsend(fd, "Q", 1), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(errs, n);
@@ -396,7 +280,7 @@ static void run_access_errors(bool srq)
 	side_close(&s, n);
 	free(qpn);
 	free(seen);
-	close(fds[0]);
+	close(fd);
 	alarm(0);
 }
 

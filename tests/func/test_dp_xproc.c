@@ -16,12 +16,9 @@
  * the parent's test runner): it checks with XCHK and exits non-zero, and
  * the parent expects exit status 0. Every test arms alarm() as a watchdog.
  */
-#include <signal.h>
-#include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
 
-#include "dp_util.h"
+#include "xproc_util.h"
 
 #define NQP 2
 #define XP_ACCESS                                                              \
@@ -48,98 +45,18 @@ struct xp {
 	uint16_t lid;
 };
 
-/* Child-side check: report and exit with the line number's low byte. */
-#define XCHK(c)                                                                \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "child %s:%d: check failed: %s\n",     \
-				__FILE__, __LINE__, #c);                       \
-			_exit(2);                                              \
-		}                                                              \
-	} while (0)
-
-static int xsend(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t r = write(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static int xrecv(int fd, void *p, size_t n)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static char xrecv_byte(int fd)
-{
-	char b = 0;
-
-	if (xrecv(fd, &b, 1))
-		return 0;
-	return b;
-}
-
-static int xsend_byte(int fd, char b)
-{
-	return xsend(fd, &b, 1);
-}
-
 /* Open srdma0, a PD, a CQ, NQP RC QPs, and register @len bytes at @buf
  * (or a fresh mapping if NULL). Return 0 or -1; no cmocka. */
 static int xp_open(struct xp *x, void *buf, size_t len, unsigned int access)
 {
-	struct ibv_device **list;
-	struct ibv_port_attr pa;
-	int i, n = 0;
+	int i;
 
 	memset(x, 0, sizeof(*x));
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "srdma0"))
-			x->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!x->ctx)
-		return -1;
-	x->pd = ibv_alloc_pd(x->ctx);
-	x->cq = x->pd ? ibv_create_cq(x->ctx, 1024, NULL, NULL, 0) : NULL;
-	if (!x->cq)
+	if (xp_open_pd_cq(&x->ctx, &x->pd, &x->cq, 1024))
 		return -1;
 	for (i = 0; i < NQP; i++) {
-		struct ibv_qp_init_attr ia;
-
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = x->cq;
-		ia.recv_cq = x->cq;
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = 128;
-		ia.cap.max_recv_wr = 128;
-		ia.cap.max_send_sge = 2;
-		ia.cap.max_recv_sge = 2;
-		x->qp[i] = ibv_create_qp(x->pd, &ia);
+		x->qp[i] =
+			xp_qp_create(x->pd, x->cq, NULL, IBV_QPT_RC, 128, 2, 0);
 		if (!x->qp[i])
 			return -1;
 	}
@@ -155,11 +72,7 @@ static int xp_open(struct xp *x, void *buf, size_t len, unsigned int access)
 	x->mr = ibv_reg_mr(x->pd, buf, len, (int)access);
 	if (!x->mr)
 		return -1;
-	memset(&pa, 0, sizeof(pa));
-	if (ibv_query_port(x->ctx, 1, &pa))
-		return -1;
-	x->lid = pa.lid;
-	return 0;
+	return xp_port_lid(x->ctx, &x->lid);
 }
 
 static void xp_info(const struct xp *x, struct xinfo *in)
@@ -179,43 +92,12 @@ static void xp_info(const struct xp *x, struct xinfo *in)
 static int xp_connect(struct ibv_qp *qp, uint32_t rqpn, uint16_t lid,
 		      uint8_t timeout, uint8_t retry_cnt)
 {
-	struct ibv_qp_attr a;
-	int r;
+	struct dp_conn k = {.access = DP_REMOTE_ACCESS,
+			    .rnr_retry = 7,
+			    .timeout = timeout,
+			    .retry_cnt = retry_cnt};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = DP_REMOTE_ACCESS;
-	r = ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS);
-	if (r)
-		return r;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = rqpn;
-	a.ah_attr.dlid = lid;
-	a.ah_attr.port_num = 1;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	r = ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER);
-	if (r)
-		return r;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = timeout;
-	a.retry_cnt = retry_cnt;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
+	return dp_qp_connect(qp, rqpn, lid, &k);
 }
 
 /* Exchange infos and connect every QP pair; child side (no cmocka). The
@@ -249,26 +131,6 @@ static void parent_handshake(int fd, struct xp *x, struct xinfo *peer,
 	assert_int_equal(xrecv_byte(fd), 'R');
 }
 
-static pid_t spawn(int *fd, void (*child)(int))
-{
-	int sv[2];
-	pid_t pid;
-
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		close(sv[0]);
-		alarm(10);
-		child(sv[1]);
-		_exit(0);
-	}
-	close(sv[1]);
-	*fd = sv[0];
-	return pid;
-}
-
 static void expect_child_ok(pid_t pid, const char *what)
 {
 	int st = 0;
@@ -290,12 +152,7 @@ static void xp_close(struct xp *x, bool unmap)
 		ibv_dereg_mr(x->mr);
 	if (unmap && x->buf)
 		munmap(x->buf, x->len);
-	if (x->cq)
-		ibv_destroy_cq(x->cq);
-	if (x->pd)
-		ibv_dealloc_pd(x->pd);
-	if (x->ctx)
-		ibv_close_device(x->ctx);
+	xp_close_pd_cq(x->ctx, x->pd, x->cq);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -402,7 +259,7 @@ static void test_xproc_target_passive(void **state)
 	pid_t pid;
 
 	alarm(20);
-	pid = spawn(&fd, passive_child);
+	pid = xp_spawn(&fd, passive_child, 10);
 	assert_int_equal(xp_open(&x, NULL, P_BUF, XP_ACCESS), 0);
 	parent_handshake(fd, &x, &peer, 14, 7);
 
@@ -535,7 +392,7 @@ static void test_xproc_dereg_races_writes(void **state)
 	char res;
 
 	alarm(20);
-	pid = spawn(&fd, dereg_child);
+	pid = xp_spawn(&fd, dereg_child, 10);
 	assert_int_equal(xp_open(&x, NULL, pg, XP_ACCESS), 0);
 	parent_handshake(fd, &x, &peer, 14, 7);
 	end = dp_now_ms() + 1500;
@@ -600,7 +457,7 @@ static void test_xproc_peer_death(void **state)
 	pid_t pid;
 
 	alarm(10);
-	pid = spawn(&fd, death_child);
+	pid = xp_spawn(&fd, death_child, 10);
 	assert_int_equal(xp_open(&x, NULL, 4096, XP_ACCESS), 0);
 	/* timeout 10 (~4 ms) x (retry_cnt 1 + 1): a short retry budget */
 	parent_handshake(fd, &x, &peer, 10, 1);
@@ -661,7 +518,7 @@ static void test_xproc_unmapped_registered_memory(void **state)
 	pid_t pid;
 
 	alarm(10);
-	pid = spawn(&fd, unmap_child);
+	pid = xp_spawn(&fd, unmap_child, 10);
 	assert_int_equal(xp_open(&x, NULL, 4096, XP_ACCESS), 0);
 	parent_handshake(fd, &x, &peer, 14, 7);
 	fu_expect_int(xp_do(&x, 0, IBV_WR_RDMA_WRITE, x.buf, 64, x.mr->lkey,

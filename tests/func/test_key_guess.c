@@ -24,11 +24,8 @@
  * The child never uses cmocka: it exits non-zero on a failure.
  */
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 
-#include "dp_util.h"
+#include "xproc_util.h"
 
 #define NQP 32
 #define NDISC 1000
@@ -54,66 +51,17 @@ struct side {
 	uint16_t lid;
 };
 
-#define CCHK(c)                                                                \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "target %s:%d: check failed: %s\n",    \
-				__FILE__, __LINE__, #c);                       \
-			_exit(2);                                              \
-		}                                                              \
-	} while (0)
-
-static int io_all(int fd, void *p, size_t n, bool wr)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = wr ? write(fd, c, n) : read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 /* Context, PD, CQ, QPs, a page and @nmr MRs on it. 0 or -1, no cmocka. */
 static int side_open(struct side *s, unsigned int nmr)
 {
-	struct ibv_device **list;
-	struct ibv_port_attr pa;
 	unsigned int i;
-	int n = 0;
 
 	memset(s, 0, sizeof(*s));
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return -1;
-	for (i = 0; i < (unsigned int)n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "srdma0"))
-			s->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!s->ctx)
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = s->pd ? ibv_create_cq(s->ctx, 4 * NQP, NULL, NULL, 0) : NULL;
-	if (!s->cq)
+	if (xp_open_pd_cq(&s->ctx, &s->pd, &s->cq, 4 * NQP))
 		return -1;
 	for (i = 0; i < NQP; i++) {
-		struct ibv_qp_init_attr ia;
-
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = s->cq;
-		ia.recv_cq = s->cq;
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = 4;
-		ia.cap.max_recv_wr = 4;
-		ia.cap.max_send_sge = 1;
-		ia.cap.max_recv_sge = 1;
-		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		s->qp[i] =
+			xp_qp_create(s->pd, s->cq, NULL, IBV_QPT_RC, 4, 1, 0);
 		if (!s->qp[i])
 			return -1;
 	}
@@ -130,11 +78,7 @@ static int side_open(struct side *s, unsigned int nmr)
 			return -1;
 		s->nmr++;
 	}
-	memset(&pa, 0, sizeof(pa));
-	if (ibv_query_port(s->ctx, 1, &pa))
-		return -1;
-	s->lid = pa.lid;
-	return 0;
+	return xp_port_lid(s->ctx, &s->lid);
 }
 
 static void side_close(struct side *s)
@@ -146,18 +90,14 @@ static void side_close(struct side *s)
 			ibv_destroy_qp(s->qp[i]);
 	for (i = 0; i < s->nmr; i++)
 		ibv_dereg_mr(s->mr[i]);
-	if (s->cq)
-		ibv_destroy_cq(s->cq);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->ctx)
-		ibv_close_device(s->ctx);
+	xp_close_pd_cq(s->ctx, s->pd, s->cq);
 	munmap(s->buf, 4096);
 }
 
 /* RESET, then RC to RTS towards (@lid, @rqpn). 0 or an errno value. */
 static int qp_reconnect(struct ibv_qp *qp, uint32_t rqpn, uint16_t lid)
 {
+	static const struct dp_conn k = {.access = IBV_ACCESS_REMOTE_READ};
 	struct ibv_qp_attr a;
 	int r;
 
@@ -166,39 +106,7 @@ static int qp_reconnect(struct ibv_qp *qp, uint32_t rqpn, uint16_t lid)
 	r = ibv_modify_qp(qp, &a, IBV_QP_STATE);
 	if (r)
 		return r;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-	r = ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS);
-	if (r)
-		return r;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = rqpn;
-	a.ah_attr.dlid = lid;
-	a.ah_attr.port_num = 1;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 1;
-	r = ibv_modify_qp(qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER);
-	if (r)
-		return r;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.max_rd_atomic = 4;
-	return ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
+	return dp_qp_connect(qp, rqpn, lid, &k);
 }
 
 /* The target: register, disclose, then reset QPs whenever asked. */
@@ -210,7 +118,7 @@ static void target(int fd)
 	unsigned int i;
 	char cmd;
 
-	CCHK(!side_open(&s, NDISC + NSECRET));
+	XCHK(!side_open(&s, NDISC + NSECRET));
 	memset(&ti, 0, sizeof(ti));
 	ti.lid = s.lid;
 	ti.addr = (uintptr_t)s.buf;
@@ -218,26 +126,26 @@ static void target(int fd)
 		ti.qpn[i] = s.qp[i]->qp_num;
 	for (i = 0; i < NDISC; i++)
 		ti.rkey[i] = s.mr[i]->rkey;
-	CCHK(!io_all(fd, &ti, sizeof(ti), true));
-	CCHK(!io_all(fd, &ai, sizeof(ai), false));
-	CCHK(fcntl(s.ctx->async_fd, F_SETFL,
+	XCHK(!xio(fd, &ti, sizeof(ti), true));
+	XCHK(!xio(fd, &ai, sizeof(ai), false));
+	XCHK(fcntl(s.ctx->async_fd, F_SETFL,
 		   fcntl(s.ctx->async_fd, F_GETFL) | O_NONBLOCK) == 0);
 	for (;;) {
 		struct ibv_async_event ev;
 
-		CCHK(!io_all(fd, &cmd, 1, false));
+		XCHK(!xio(fd, &cmd, 1, false));
 		if (cmd == 'Q')
 			break;
-		CCHK(cmd == 'R');
+		XCHK(cmd == 'R');
 		while (!ibv_get_async_event(s.ctx, &ev)) {
 			ibv_ack_async_event(&ev);
 			events++;
 		}
 		for (i = 0; i < NQP; i++)
-			CCHK(!qp_reconnect(s.qp[i], ai.qpn[i], ai.lid));
-		CCHK(!io_all(fd, &cmd, 1, true));
+			XCHK(!qp_reconnect(s.qp[i], ai.qpn[i], ai.lid));
+		XCHK(!xio(fd, &cmd, 1, true));
 	}
-	CCHK(!io_all(fd, &events, sizeof(events), true));
+	XCHK(!xio(fd, &events, sizeof(events), true));
 	side_close(&s);
 	_exit(0);
 }
@@ -356,34 +264,27 @@ static void test_key_guess_from_other_process_gets_no_hit(void **state)
 	uint64_t t0, t1;
 	struct side s;
 	bool solved, reset = true;
-	int sv[2], st;
+	int fd, st;
 	pid_t pid;
 	char cmd;
 
 	(void)state;
 	alarm(240);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		close(sv[0]);
-		target(sv[1]);
-	}
-	close(sv[1]);
+	pid = xp_spawn(&fd, target, 0);
 	assert_int_equal(side_open(&s, 1), 0);
-	assert_int_equal(io_all(sv[0], &ti, sizeof(ti), false), 0);
+	assert_int_equal(xio(fd, &ti, sizeof(ti), false), 0);
 	memset(&ai, 0, sizeof(ai));
 	ai.lid = s.lid;
 	for (i = 0; i < NQP; i++)
 		ai.qpn[i] = s.qp[i]->qp_num;
-	assert_int_equal(io_all(sv[0], &ai, sizeof(ai), true), 0);
+	assert_int_equal(xio(fd, &ai, sizeof(ai), true), 0);
 	srandom((unsigned int)getpid());
 	n_affine = make_guesses(&ti, g, &solved);
 
 	/* Control: a disclosed key does read, on every QP. */
 	cmd = 'R';
-	assert_int_equal(io_all(sv[0], &cmd, 1, true), 0);
-	assert_int_equal(io_all(sv[0], &cmd, 1, false), 0);
+	assert_int_equal(xio(fd, &cmd, 1, true), 0);
+	assert_int_equal(xio(fd, &cmd, 1, false), 0);
 	for (q = 0; q < NQP; q++) {
 		struct ibv_wc wc;
 
@@ -401,8 +302,8 @@ static void test_key_guess_from_other_process_gets_no_hit(void **state)
 
 		if (reset) {	/* target QPs (still) in ERR or RESET */
 			cmd = 'R';
-			assert_int_equal(io_all(sv[0], &cmd, 1, true), 0);
-			assert_int_equal(io_all(sv[0], &cmd, 1, false), 0);
+			assert_int_equal(xio(fd, &cmd, 1, true), 0);
+			assert_int_equal(xio(fd, &cmd, 1, false), 0);
 			reset = false;
 		}
 		for (q = 0; q < NQP; q++)
@@ -431,8 +332,8 @@ static void test_key_guess_from_other_process_gets_no_hit(void **state)
 	}
 	t1 = dp_now_ms();
 	cmd = 'Q';
-	assert_int_equal(io_all(sv[0], &cmd, 1, true), 0);
-	assert_int_equal(io_all(sv[0], &events, sizeof(events), false), 0);
+	assert_int_equal(xio(fd, &cmd, 1, true), 0);
+	assert_int_equal(xio(fd, &events, sizeof(events), false), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	side_close(&s);

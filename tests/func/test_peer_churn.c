@@ -21,11 +21,8 @@
  * so a QPN is not reused at once), 4 MiB at most: the RSS bound is 16 MiB.
  */
 #include <dirent.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 
-#include "dp_util.h"
+#include "xproc_util.h"
 
 #ifndef N_CLIENTS
 #define N_CLIENTS 10000
@@ -212,24 +209,6 @@ static int client_finish(struct dp_ep *e)
 	return 0;
 }
 
-/* Forked clients talk over a socketpair. */
-static int io(int fd, void *p, size_t n, bool wr)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = wr ? write(fd, c, n) : read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 /* A client context of this process, served in line. */
 static bool run_inproc(struct srv *s)
 {
@@ -277,13 +256,13 @@ static bool run_forked(struct srv *s, bool kill_it)
 		close(sv[0]);
 		alarm(20);
 		line = client_prepare(&c, &me);
-		if (!line && (io(sv[1], &me, sizeof(me), true) ||
-			      io(sv[1], &peer, sizeof(peer), false)))
+		if (!line && (xio(sv[1], &me, sizeof(me), true) ||
+			      xio(sv[1], &peer, sizeof(peer), false)))
 			line = __LINE__;
 		if (!line) {
 			dp_connect(&c, peer.qpn, peer.lid, &conn);
 			b = 'C';
-			if (io(sv[1], &b, 1, true))
+			if (xio(sv[1], &b, 1, true))
 				line = __LINE__;
 		}
 		if (!line)
@@ -296,7 +275,7 @@ static bool run_forked(struct srv *s, bool kill_it)
 			_exit(1);
 		}
 		b = 'D';
-		(void)io(sv[1], &b, 1, true);
+		(void)xio(sv[1], &b, 1, true);
 		if (kill_it)
 			for (;;)
 				pause();
@@ -304,14 +283,14 @@ static bool run_forked(struct srv *s, bool kill_it)
 		_exit(0);
 	}
 	close(sv[1]);
-	assert_int_equal(io(sv[0], &ci, sizeof(ci), false), 0);
+	assert_int_equal(xio(sv[0], &ci, sizeof(ci), false), 0);
 	srv_connect(s, &ci);
 	mine.qpn = s->ep.qp->qp_num;
 	mine.lid = s->ep.lid;
-	assert_int_equal(io(sv[0], &mine, sizeof(mine), true), 0);
-	assert_int_equal(io(sv[0], &b, 1, false), 0); /* connected */
+	assert_int_equal(xio(sv[0], &mine, sizeof(mine), true), 0);
+	assert_int_equal(xio(sv[0], &b, 1, false), 0); /* connected */
 	ok = srv_serve(s, &ci);
-	ok = ok && !io(sv[0], &b, 1, false) && b == 'D';
+	ok = ok && !xio(sv[0], &b, 1, false) && b == 'D';
 	if (kill_it)
 		kill(pid, SIGKILL);
 	assert_int_equal(waitpid(pid, &st, 0), pid);

@@ -21,11 +21,7 @@
  *
  * Children never use cmocka; every test arms alarm() as a watchdog.
  */
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-
-#include "dp_util.h"
+#include "xproc_util.h"
 
 enum {
 	Q_SEND,
@@ -61,32 +57,6 @@ struct pside {
 	uint16_t lid;
 };
 
-#define XCHK(c)                                                                \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "child %s:%d: check failed: %s\n",     \
-				__FILE__, __LINE__, #c);                       \
-			_exit(2);                                              \
-		}                                                              \
-	} while (0)
-
-static int xio(int fd, void *p, size_t n, bool wr)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = wr ? write(fd, c, n) : read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static enum ibv_qp_type qtype(int i)
 {
 	if (i == Q_UD)
@@ -98,36 +68,14 @@ static enum ibv_qp_type qtype(int i)
 
 static int ps_open(struct pside *s)
 {
-	struct ibv_device **list;
-	struct ibv_port_attr pa;
-	int i, n = 0;
+	int i;
 
 	memset(s, 0, sizeof(*s));
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "srdma0"))
-			s->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!s->ctx)
-		return -1;
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = s->pd ? ibv_create_cq(s->ctx, 1024, NULL, NULL, 0) : NULL;
-	if (!s->cq)
+	if (xp_open_pd_cq(&s->ctx, &s->pd, &s->cq, 1024))
 		return -1;
 	for (i = 0; i < NQ; i++) {
-		struct ibv_qp_init_attr ia;
-
-		memset(&ia, 0, sizeof(ia));
-		ia.send_cq = s->cq;
-		ia.recv_cq = s->cq;
-		ia.qp_type = qtype(i);
-		ia.cap.max_send_wr = 128;
-		ia.cap.max_recv_wr = 128;
-		ia.cap.max_send_sge = 1;
-		ia.cap.max_recv_sge = 1;
-		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		s->qp[i] =
+			xp_qp_create(s->pd, s->cq, NULL, qtype(i), 128, 1, 0);
 		if (!s->qp[i])
 			return -1;
 	}
@@ -139,11 +87,7 @@ static int ps_open(struct pside *s)
 			   IBV_ACCESS_LOCAL_WRITE | DP_REMOTE_ACCESS);
 	if (!s->mr)
 		return -1;
-	memset(&pa, 0, sizeof(pa));
-	if (ibv_query_port(s->ctx, 1, &pa))
-		return -1;
-	s->lid = pa.lid;
-	return 0;
+	return xp_port_lid(s->ctx, &s->lid);
 }
 
 static void ps_info(const struct pside *s, struct pinfo *in)
@@ -161,61 +105,39 @@ static void ps_info(const struct pside *s, struct pinfo *in)
 /* Every QP to RTS towards the peer, perftest's transport settings. */
 static int ps_connect(struct pside *s, const struct pinfo *peer)
 {
+	static const struct dp_conn k = {.access = DP_REMOTE_ACCESS,
+					 .min_rnr_timer = 12,
+					 .rnr_retry = 7,
+					 .timeout = 14,
+					 .retry_cnt = 7};
 	struct ibv_ah_attr ah = {.dlid = peer->lid, .port_num = 1};
 	int i;
 
-	for (i = 0; i < NQ; i++) {
-		enum ibv_qp_type t = qtype(i);
-		struct ibv_qp_attr a;
-		int mask;
-
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_INIT;
-		a.port_num = 1;
-		mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
-		if (t == IBV_QPT_UD) {
-			a.qkey = DP_QKEY;
-			mask |= IBV_QP_QKEY;
-		} else {
-			a.qp_access_flags = DP_REMOTE_ACCESS;
-			mask |= IBV_QP_ACCESS_FLAGS;
-		}
-		if (ibv_modify_qp(s->qp[i], &a, mask))
+	for (i = 0; i < NQ; i++)
+		if (dp_qp_connect(s->qp[i], peer->qpn[i], peer->lid, &k))
 			return -1;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		mask = IBV_QP_STATE;
-		if (t != IBV_QPT_UD) {
-			a.path_mtu = IBV_MTU_1024;
-			a.dest_qp_num = peer->qpn[i];
-			a.ah_attr = ah;
-			mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				IBV_QP_RQ_PSN;
-		}
-		if (t == IBV_QPT_RC) {
-			a.max_dest_rd_atomic = 4;
-			a.min_rnr_timer = 12;
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
-				IBV_QP_MIN_RNR_TIMER;
-		}
-		if (ibv_modify_qp(s->qp[i], &a, mask))
-			return -1;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		if (t == IBV_QPT_RC) {
-			a.timeout = 14;
-			a.retry_cnt = 7;
-			a.rnr_retry = 7;
-			a.max_rd_atomic = 4;
-			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-		}
-		if (ibv_modify_qp(s->qp[i], &a, mask))
-			return -1;
-	}
 	s->ah = ibv_create_ah(s->pd, &ah);
 	return s->ah ? 0 : -1;
+}
+
+/*
+ * Open @s, trade infos with the other side over @fd (the child speaks
+ * first) and connect every QP; *@peer gets the other side's info. 0 or -1.
+ */
+static int ps_handshake(struct pside *s, int fd, struct pinfo *peer, bool child)
+{
+	struct pinfo me;
+
+	if (ps_open(s))
+		return -1;
+	ps_info(s, &me);
+	if (child && xio(fd, &me, sizeof(me), true))
+		return -1;
+	if (xio(fd, peer, sizeof(*peer), false))
+		return -1;
+	if (!child && xio(fd, &me, sizeof(me), true))
+		return -1;
+	return ps_connect(s, peer);
 }
 
 static void ps_close(struct pside *s)
@@ -229,12 +151,7 @@ static void ps_close(struct pside *s)
 			ibv_destroy_qp(s->qp[i]);
 	if (s->mr)
 		ibv_dereg_mr(s->mr);
-	if (s->cq)
-		ibv_destroy_cq(s->cq);
-	if (s->pd)
-		ibv_dealloc_pd(s->pd);
-	if (s->ctx)
-		ibv_close_device(s->ctx);
+	xp_close_pd_cq(s->ctx, s->pd, s->cq);
 	if (s->buf)
 		munmap(s->buf, PD_BUF);
 	memset(s, 0, sizeof(*s));
@@ -277,44 +194,18 @@ static int post_op(struct pside *s, int q, enum ibv_wr_opcode op,
 	return ibv_post_send(s->qp[q], &wr, &bad);
 }
 
-/* Fork a child running @fn with one end of a socketpair. */
-static pid_t spawn(int *fd, void (*fn)(int, unsigned int), unsigned int arg)
-{
-	int sv[2];
-	pid_t pid;
-
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		close(sv[0]);
-		alarm(30);
-		fn(sv[1], arg);
-		_exit(0);
-	}
-	close(sv[1]);
-	*fd = sv[0];
-	return pid;
-}
-
 /* ---- the target dies ------------------------------------------------------
  */
 
 /* Target: receive WQEs on UC and UD only (RC SENDs meet RNR), then wait. */
-static void target_child(int fd, unsigned int arg)
+static void target_child(int fd)
 {
-	struct pinfo me, peer;
+	struct pinfo peer;
 	struct pside s;
 	char b = 'R';
 	int i;
 
-	(void)arg;
-	XCHK(!ps_open(&s));
-	ps_info(&s, &me);
-	XCHK(!xio(fd, &me, sizeof(me), true));
-	XCHK(!xio(fd, &peer, sizeof(peer), false));
-	XCHK(!ps_connect(&s, &peer));
+	XCHK(!ps_handshake(&s, fd, &peer, true));
 	for (i = 0; i < 8; i++) {
 		XCHK(!post_recv(&s, Q_UC_SEND, 256 * (uint64_t)i));
 		XCHK(!post_recv(&s, Q_UD, 4096 + 256 * (uint64_t)i));
@@ -384,7 +275,7 @@ static void expect_status(struct ibv_cq *cq, int q, int want, const char *what,
 static void target_killed(bool reap_first)
 {
 	const char *when = reap_first ? "reaped" : "zombie";
-	struct pinfo me, peer;
+	struct pinfo peer;
 	struct pside s;
 	struct ibv_wc wc;
 	int fd, st;
@@ -393,12 +284,8 @@ static void target_killed(bool reap_first)
 
 	alarm(60);
 	memset(early, 0, sizeof(early));
-	pid = spawn(&fd, target_child, 0);
-	assert_int_equal(ps_open(&s), 0);
-	ps_info(&s, &me);
-	assert_int_equal(xio(fd, &peer, sizeof(peer), false), 0);
-	assert_int_equal(xio(fd, &me, sizeof(me), true), 0);
-	assert_int_equal(ps_connect(&s, &peer), 0);
+	pid = xp_spawn(&fd, target_child, 30);
+	assert_int_equal(ps_handshake(&s, fd, &peer, false), 0);
 	assert_int_equal(xio(fd, &b, 1, false), 0);
 	assert_int_equal(b, 'R');
 
@@ -466,20 +353,15 @@ static void test_target_killed_reaped(void **state)
 
 /* Initiator: stream WRITEs, SENDs and FETCH_ADDs at the parent until
  * killed. */
-static void initiator_child(int fd, unsigned int arg)
+static void initiator_child(int fd)
 {
-	struct pinfo me, peer;
+	struct pinfo peer;
 	struct pside s;
 	struct ibv_wc wc[16];
 	unsigned int i;
 	char b;
 
-	(void)arg;
-	XCHK(!ps_open(&s));
-	ps_info(&s, &me);
-	XCHK(!xio(fd, &me, sizeof(me), true));
-	XCHK(!xio(fd, &peer, sizeof(peer), false));
-	XCHK(!ps_connect(&s, &peer));
+	XCHK(!ps_handshake(&s, fd, &peer, true));
 	XCHK(!xio(fd, &b, 1, false));
 	b = 'G';
 	XCHK(!xio(fd, &b, 1, true));
@@ -510,19 +392,15 @@ static void test_initiator_killed(void **state)
 	alarm(60);
 	for (round = 0; round < 4; round++) {
 		unsigned int delay_ms = (unsigned int)rand() % 200;
-		struct pinfo me, peer;
+		struct pinfo peer;
 		struct pside s;
 		uint64_t t0, ms;
 		int fd, st, i;
 		pid_t pid;
 		char b = 'R';
 
-		pid = spawn(&fd, initiator_child, 0);
-		assert_int_equal(ps_open(&s), 0);
-		ps_info(&s, &me);
-		assert_int_equal(xio(fd, &peer, sizeof(peer), false), 0);
-		assert_int_equal(xio(fd, &me, sizeof(me), true), 0);
-		assert_int_equal(ps_connect(&s, &peer), 0);
+		pid = xp_spawn(&fd, initiator_child, 30);
+		assert_int_equal(ps_handshake(&s, fd, &peer, false), 0);
 		for (i = 0; i < 100; i++)
 			assert_int_equal(
 				post_recv(&s, Q_SEND, 256 * (uint64_t)(i % 64)),

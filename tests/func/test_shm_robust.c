@@ -16,22 +16,10 @@
  */
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
-#include "dp_util.h"
 #include "transport/host/shm_layout.h"
-
-#define XCHK(c)                                                                \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "child %d %s:%d: check failed: %s\n",  \
-				(int)getpid(), __FILE__, __LINE__, #c);        \
-			_exit(2);                                              \
-		}                                                              \
-	} while (0)
+#include "xproc_util.h"
 
 struct info {
 	uint32_t qpn;
@@ -58,23 +46,6 @@ struct ep {
 	uint16_t lid;
 };
 
-static int xio(int fd, void *p, size_t n, bool wr)
-{
-	char *c = p;
-
-	while (n) {
-		ssize_t r = wr ? write(fd, c, n) : read(fd, c, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static struct ibv_context *open_dev(void)
 {
 	struct ibv_device **l;
@@ -91,71 +62,38 @@ static struct ibv_context *open_dev(void)
 
 static void ep_open(struct ep *e)
 {
-	struct ibv_qp_init_attr ia;
-	struct ibv_port_attr pa;
-
 	memset(e, 0, sizeof(*e));
-	e->ctx = open_dev();
-	XCHK(e->ctx);
-	e->pd = ibv_alloc_pd(e->ctx);
-	XCHK(e->pd);
-	e->cq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
-	XCHK(e->cq);
+	XCHK(!xp_open_pd_cq(&e->ctx, &e->pd, &e->cq, 256));
 	e->buf = calloc(1, 65536);
 	XCHK(e->buf);
 	e->mr = ibv_reg_mr(e->pd, e->buf, 65536,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ);
 	XCHK(e->mr);
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = e->cq;
-	ia.recv_cq = e->cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 64;
-	ia.cap.max_recv_wr = 64;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	e->qp = ibv_create_qp(e->pd, &ia);
+	e->qp = xp_qp_create(e->pd, e->cq, NULL, IBV_QPT_RC, 64, 1, 0);
 	XCHK(e->qp);
-	memset(&pa, 0, sizeof(pa));
-	XCHK(!ibv_query_port(e->ctx, 1, &pa));
-	e->lid = pa.lid;
+	XCHK(!xp_port_lid(e->ctx, &e->lid));
+}
+
+/* Teardown may fail on a dead device; it must not crash. */
+static void ep_close(struct ep *e)
+{
+	ibv_destroy_qp(e->qp);
+	ibv_dereg_mr(e->mr);
+	xp_close_pd_cq(e->ctx, e->pd, e->cq);
 }
 
 static void ep_connect(struct ep *e, const struct info *r)
 {
-	struct ibv_qp_attr a;
+	static const struct dp_conn k = {
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+		.min_rnr_timer = 20, /* 15 ms: the victim reposts meanwhile */
+		.timeout = 10,
+		.retry_cnt = 3,
+		.rnr_retry = 6,
+	};
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	XCHK(!ibv_modify_qp(e->qp, &a,
-			    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				    IBV_QP_ACCESS_FLAGS));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = r->qpn;
-	a.ah_attr.dlid = r->lid;
-	a.ah_attr.port_num = 1;
-	a.max_dest_rd_atomic = 4;
-	a.min_rnr_timer = 20; /* 15 ms: the victim reposts meanwhile */
-	XCHK(!ibv_modify_qp(e->qp, &a,
-			    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				    IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 10;
-	a.retry_cnt = 3;
-	a.rnr_retry = 6;
-	a.max_rd_atomic = 4;
-	XCHK(!ibv_modify_qp(e->qp, &a,
-			    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				    IBV_QP_MAX_QP_RD_ATOMIC));
+	XCHK(!dp_qp_connect(e->qp, r->qpn, r->lid, &k));
 }
 
 static int post_recv(struct ep *e, uint64_t id)
@@ -227,12 +165,7 @@ static void victim(int sock)
 			usleep(100);
 	}
 	XCHK(!xio(sock, &rep, sizeof(rep), true));
-	/* Teardown may fail on a dead device; it must not crash. */
-	ibv_destroy_qp(e.qp);
-	ibv_dereg_mr(e.mr);
-	ibv_destroy_cq(e.cq);
-	ibv_dealloc_pd(e.pd);
-	ibv_close_device(e.ctx);
+	ep_close(&e);
 	_exit(0);
 }
 
@@ -288,11 +221,7 @@ static void peer(int sock)
 	if (!said)
 		XCHK(!xio(sock, &me, 1, true));
 	XCHK(!xio(sock, &rep, sizeof(rep), true));
-	ibv_destroy_qp(e.qp);
-	ibv_dereg_mr(e.mr);
-	ibv_destroy_cq(e.cq);
-	ibv_dealloc_pd(e.pd);
-	ibv_close_device(e.ctx);
+	ep_close(&e);
 	_exit(0);
 }
 
@@ -536,29 +465,6 @@ static const char *how_died(int st, char *buf, size_t len)
 	return buf;
 }
 
-static pid_t spawn(void (*fn)(int), int *sock)
-{
-	int sv[2];
-	pid_t pid;
-
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (!pid) {
-		/* cmocka's handlers would turn a crash into an exit: a
-		 * signal must show as what it is. */
-		signal(SIGSEGV, SIG_DFL);
-		signal(SIGBUS, SIG_DFL);
-		close(sv[0]);
-		alarm(60);
-		fn(sv[1]);
-	}
-	close(sv[1]);
-	*sock = sv[0];
-	return pid;
-}
-
-/* Read with a deadline; false on timeout or EOF. */
 static bool read_for(int fd, void *p, size_t n, int ms)
 {
 	struct pollfd pf = {fd, POLLIN, 0};
@@ -647,8 +553,8 @@ static int run_case(const char *base, unsigned int k)
 	make_canary(e.canary_abs);
 	assert_int_equal(setenv("SRDMA_DIR", e.dir, 1), 0);
 
-	e.vpid = spawn(victim, &vs);
-	pp = spawn(peer, &ps);
+	e.vpid = xp_spawn(&vs, victim, 60);
+	pp = xp_spawn(&ps, peer, 60);
 	assert_true(read_for(vs, &vi, sizeof(vi), 20000));
 	assert_true(read_for(ps, &pi, sizeof(pi), 20000));
 	assert_int_equal(xio(vs, &pi, sizeof(pi), true), 0);
