@@ -84,16 +84,48 @@ static uint32_t rand32(void)
 }
 
 /*
+ * Levels keep the table's resident memory proportional to the keys that
+ * are live, not to the keys ever made. Slots are spread over windows
+ * [0, 1024 << level) of the table; the top nibble of an index names its
+ * level (0..7, and 8..15 all mean level 8, the whole table), the other
+ * 20 (level 8: 23) bits are random. An allocation uses the smallest
+ * window that is at most half full, so a process with a few hundred live
+ * keys touches 64 KiB of entries however many it registers over its life
+ * (a random slot in the whole table would, over time, touch every page of
+ * it: 16 MiB). What the level reveals is roughly how many keys are live;
+ * a key still has 28 unpredictable bits (20 of index, 8 of tag).
+ */
+#define KT_LEVEL_SHIFT 20
+#define KT_TOP_LEVEL (SRDMA_KT_LEVELS - 1)
+#define KT_BASE_WINDOW 1024u
+
+static uint32_t level_window(uint32_t nslots, unsigned int level)
+{
+	uint32_t w = level >= KT_TOP_LEVEL ? nslots : KT_BASE_WINDOW << level;
+
+	return w < nslots ? w : nslots;
+}
+
+static unsigned int index_level(uint32_t index)
+{
+	unsigned int l = index >> KT_LEVEL_SHIFT;
+
+	return l < KT_TOP_LEVEL ? l : KT_TOP_LEVEL;
+}
+
+/*
  * The slot of a nonzero index: the top 32 bits of SipHash-2-4 of the
- * index (3 bytes, little-endian) scaled to [0, nslots) by a multiply
- * (Lemire), so each slot has nslots-th of the indices, +- one.
+ * index (3 bytes, little-endian) scaled to its level's window by a
+ * multiply (Lemire), so each slot of the window has an equal share of the
+ * level's indices, +- one.
  */
 static uint32_t index_to_slot(const uint64_t secret[2], uint32_t nslots,
 			      uint32_t index)
 {
 	uint64_t h = srdma_siphash24_short(secret, index, 3);
+	uint32_t w = level_window(nslots, index_level(index));
 
-	return (uint32_t)(((h >> 32) * nslots) >> 32);
+	return (uint32_t)(((h >> 32) * w) >> 32);
 }
 
 uint32_t srdma_key_slot(const struct srdma_key_view *v, uint32_t key)
@@ -151,24 +183,44 @@ uint32_t srdma_kt_new_tag(struct srdma_key_table *kt, uint32_t slot)
 }
 
 /*
- * Tries before srdma_kt_alloc() gives up although a slot is free. With
- * one free slot of 2^18 a draw hits it with probability 2^-18, so 2^26
- * tries all miss with probability e^-256; the cap only guards against a
- * slot that no index maps to (probability ~e^-64 per slot).
+ * Tries before srdma_kt_alloc() gives up although a slot is free. Below
+ * the top level the window is at most half full, so a draw hits a free
+ * slot with probability >= 1/2. At the top level, with one free slot of
+ * 2^18, a draw hits it with probability 2^-18, so 2^26 tries all miss with
+ * probability e^-256; the cap only guards against a slot that no index
+ * maps to (2^23 indices over 2^18 slots: probability ~e^-32 per slot).
  */
 #define ALLOC_TRIES (1u << 26)
 
+/* Count @slot in (or out of) every window that contains it. */
+static void count_slot(struct srdma_key_table *kt, uint32_t slot, int d)
+{
+	unsigned int l;
+
+	for (l = 0; l < SRDMA_KT_LEVELS; l++)
+		if (slot < level_window(kt->nslots, l))
+			kt->used_in[l] += (uint32_t)d;
+}
+
 int srdma_kt_alloc(struct srdma_key_table *kt, uint32_t *slot, uint32_t *key)
 {
-	unsigned int tries;
+	unsigned int tries, level;
 
 	if (SRDMA_FAULT(KT_ALLOC) || kt->nused >= kt->nslots)
 		return -ENOMEM;
+	for (level = 0; level < KT_TOP_LEVEL; level++)
+		if (2 * kt->used_in[level] < level_window(kt->nslots, level))
+			break;
 	for (tries = 0; tries < ALLOC_TRIES; tries++) {
-		uint32_t index = rand32() & SRDMA_KEY_INDEX_MASK;
-		uint32_t s;
+		uint32_t index, s;
 		uint8_t old;
 
+		if (level < KT_TOP_LEVEL)
+			index = level << KT_LEVEL_SHIFT |
+				(rand32() & ((1u << KT_LEVEL_SHIFT) - 1));
+		else
+			index = (uint32_t)KT_TOP_LEVEL << KT_LEVEL_SHIFT |
+				(rand32() & SRDMA_KEY_INDEX_MASK);
 		if (!index)
 			continue;
 		s = index_to_slot(kt->secret, kt->nslots, index);
@@ -176,6 +228,7 @@ int srdma_kt_alloc(struct srdma_key_table *kt, uint32_t *slot, uint32_t *key)
 			continue;
 		kt->used[s / 64] |= 1ull << (s % 64);
 		kt->nused++;
+		count_slot(kt, s, 1);
 		old = (uint8_t)atomic_load_explicit(&kt->ent[s].key,
 						    memory_order_relaxed);
 		*slot = s;
@@ -192,6 +245,7 @@ void srdma_kt_free(struct srdma_key_table *kt, uint32_t slot)
 	srdma_assert(kt->used[slot / 64] & (1ull << (slot % 64)));
 	kt->used[slot / 64] &= ~(1ull << (slot % 64));
 	kt->nused--;
+	count_slot(kt, slot, -1);
 }
 
 void srdma_key_write_begin(struct srdma_shm_key *e)

@@ -2,9 +2,10 @@
 /*
  * key_table.h - allocation of MR/MW keys and the one key check.
  *
- * A key is (index << 8 | tag), both random: an allocation draws a random
- * nonzero 24-bit index until the slot it maps to is free, and a random
- * tag different from the slot's previous one. The map index -> slot is
+ * A key is (index << 8 | tag): an allocation draws a random nonzero index
+ * (its top nibble names the slot window it lives in, the rest is random;
+ * see key_table.c) until the slot it maps to is free, and a random tag
+ * different from the slot's previous one. The map index -> slot is
  * SipHash-2-4 under a per-context 128-bit secret (srdma_key_slot()), so
  * keys seen from a context say nothing about its other keys; the secret
  * sits in the segment header for same-user peers, which check keys of the
@@ -24,6 +25,7 @@
 #include "transport/host/shm_layout.h"
 
 #define SRDMA_KEY_INDEX_MASK 0xffffffu
+#define SRDMA_KT_LEVELS 9	/* slot windows of 1024 << 0..7, whole table */
 
 struct srdma_host_ctx;
 
@@ -33,6 +35,8 @@ struct srdma_key_table {
 	uint32_t nused;			/* owner ctx lock */
 	uint64_t secret[2];		/* immutable; mirrored in the header */
 	uint64_t *used;			/* owner ctx lock: slot bitmap */
+	uint32_t used_in[SRDMA_KT_LEVELS]; /* owner ctx lock: used slots
+					    * in each level's window */
 };
 
 /* What srdma_key_check() looks at: a (possibly remote) key table. */
