@@ -130,6 +130,12 @@ void srdma_progress_stop(struct srdma_context *ctx);
 /* A QP got / lost its first / last deferred WR (takes ctx->lock). */
 void srdma_progress_need(struct srdma_qp *qp);
 void srdma_progress_done(struct srdma_qp *qp);
+/**
+ * srdma_progress_forget_locked() - take @qp off the list of QPs that
+ * sweeps pin (no-op if it is not on it): after this, only a sweep that
+ * pinned it before can still touch it (qp->busy). Requires ctx->lock.
+ */
+void srdma_progress_forget_locked(struct srdma_qp *qp);
 
 /* ---- completion channel ------------------------------------------------ */
 struct srdma_chan {

@@ -124,12 +124,11 @@ void srdma_progress_need(struct srdma_qp *qp)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-void srdma_progress_done(struct srdma_qp *qp)
+void srdma_progress_forget_locked(struct srdma_qp *qp)
 {
 	struct srdma_context *ctx = qp->ctx;
 	struct srdma_qp **pp;
 
-	pthread_mutex_lock(&ctx->lock);
 	for (pp = &ctx->prog_list; *pp; pp = &(*pp)->prog_next) {
 		if (*pp == qp) {
 			*pp = qp->prog_next;
@@ -137,7 +136,13 @@ void srdma_progress_done(struct srdma_qp *qp)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&ctx->lock);
+}
+
+void srdma_progress_done(struct srdma_qp *qp)
+{
+	pthread_mutex_lock(&qp->ctx->lock);
+	srdma_progress_forget_locked(qp);
+	pthread_mutex_unlock(&qp->ctx->lock);
 }
 
 void srdma_progress_stop(struct srdma_context *ctx)
