@@ -89,8 +89,9 @@ bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p);
  * released or reused, or (asked of the kernel through its pidfd at most
  * once a millisecond per peer) the process has exited, zombie included.
  * Marks the peer dead, so srdma_peer_alive() answers false from then on.
- * Context: any thread, lock-free; for the slow paths where a WR waits on
- * the peer (RNR, unanswered requests), never the fast path.
+ * Context: any thread, lock-free. Called for every WR before its target
+ * is addressed by pid (a reaped owner's pid may be reused) and where a WR
+ * waits on the peer (RNR): a clock read, a system call once a millisecond.
  */
 bool srdma_peer_gone(struct srdma_context *ctx, struct srdma_peer *p);
 /**
@@ -129,6 +130,12 @@ void srdma_progress_stop(struct srdma_context *ctx);
 /* A QP got / lost its first / last deferred WR (takes ctx->lock). */
 void srdma_progress_need(struct srdma_qp *qp);
 void srdma_progress_done(struct srdma_qp *qp);
+/**
+ * srdma_progress_forget_locked() - take @qp off the list of QPs that
+ * sweeps pin (no-op if it is not on it): after this, only a sweep that
+ * pinned it before can still touch it (qp->busy). Requires ctx->lock.
+ */
+void srdma_progress_forget_locked(struct srdma_qp *qp);
 
 /* ---- completion channel ------------------------------------------------ */
 struct srdma_chan {

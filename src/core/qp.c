@@ -384,9 +384,12 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	atomic_store(&sh->state, IBV_QPS_RESET);
 	srdma_shm_unlock(&sh->rq.rlock);
 	ctx->qp_by_slot[qp->slot] = NULL;
+	/* No new sweep may pin it: it stayed listed until sq_drop_locked()
+	 * below, so a sweep could pin it after the wait and use it freed. */
+	srdma_progress_forget_locked(qp);
 	pthread_mutex_unlock(&ctx->lock);
 
-	/* A progress sweep may still hold it. */
+	/* A progress sweep that pinned it before may still hold it. */
 	while (atomic_load(&qp->busy))
 		sched_yield();
 	pthread_mutex_lock(&qp->sq_lock);

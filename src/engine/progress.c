@@ -22,21 +22,47 @@
 
 #define SRDMA_PROGRESS_NS 200000ull	/* 0.2 ms, below the usual RNR timer */
 
+#define SWEEP_MAX 64u
+
+/*
+ * Move the prefix of ctx->prog_list that ends with @last to the list's
+ * end, so the next sweep starts with the QPs this one left out: with more
+ * than SWEEP_MAX waiting, each is still retried every few sweeps (the
+ * batch used to be the SWEEP_MAX most recent waiters every time, and an
+ * older one was never retried: it waited forever, for a receive posted
+ * meanwhile or for a responder that had died). Requires ctx->lock.
+ */
+static void rotate_after(struct srdma_context *ctx, struct srdma_qp *last)
+{
+	struct srdma_qp *rest = last->prog_next, *tail;
+
+	if (!rest)
+		return;
+	for (tail = rest; tail->prog_next; tail = tail->prog_next)
+		;
+	tail->prog_next = ctx->prog_list;
+	ctx->prog_list = rest;
+	last->prog_next = NULL;
+}
+
 /* Progress the QPs of @ctx with deferred WRs (only those sending to @cq
  * when given). Pins a batch under ctx->lock, runs it without. */
 static void sweep(struct srdma_context *ctx, struct srdma_cq *cq)
 {
-	struct srdma_qp *batch[64];
-	struct srdma_qp *qp;
+	struct srdma_qp *batch[SWEEP_MAX];
+	struct srdma_qp *qp, *last = NULL;
 	unsigned int n = 0, i;
 
 	pthread_mutex_lock(&ctx->lock);
-	for (qp = ctx->prog_list; qp && n < 64; qp = qp->prog_next) {
+	for (qp = ctx->prog_list; qp && n < SWEEP_MAX; qp = qp->prog_next) {
+		last = qp;
 		if (cq && qp->send_cq != cq)
 			continue;
 		atomic_fetch_add(&qp->busy, 1);
 		batch[n++] = qp;
 	}
+	if (n == SWEEP_MAX)
+		rotate_after(ctx, last);
 	pthread_mutex_unlock(&ctx->lock);
 	for (i = 0; i < n; i++) {
 		srdma_qp_progress(batch[i]);
@@ -98,12 +124,11 @@ void srdma_progress_need(struct srdma_qp *qp)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-void srdma_progress_done(struct srdma_qp *qp)
+void srdma_progress_forget_locked(struct srdma_qp *qp)
 {
 	struct srdma_context *ctx = qp->ctx;
 	struct srdma_qp **pp;
 
-	pthread_mutex_lock(&ctx->lock);
 	for (pp = &ctx->prog_list; *pp; pp = &(*pp)->prog_next) {
 		if (*pp == qp) {
 			*pp = qp->prog_next;
@@ -111,7 +136,13 @@ void srdma_progress_done(struct srdma_qp *qp)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&ctx->lock);
+}
+
+void srdma_progress_done(struct srdma_qp *qp)
+{
+	pthread_mutex_lock(&qp->ctx->lock);
+	srdma_progress_forget_locked(qp);
+	pthread_mutex_unlock(&qp->ctx->lock);
 }
 
 void srdma_progress_stop(struct srdma_context *ctx)

@@ -276,14 +276,23 @@ static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
 	lid = qpn >> SRDMA_QPN_SHIFT;
 	if (!slot)
 		return false;
-	/* qp->peer's reference covers every use of the peer by this WR. */
+	/*
+	 * qp->peer's reference covers every use of the peer by this WR.
+	 * The copies address the target by pid: a SIGKILLed owner leaves
+	 * its registry entry LIVE, and once it is reaped its pid may name
+	 * another process of ours, whose memory the next WR would read or
+	 * write. So every WR asks whether the owner still exists
+	 * (srdma_peer_gone: the kernel is asked at most once a millisecond
+	 * per peer, far below the time a pid takes to come round again).
+	 */
 	p = qp->peer;
-	if (!p || p->lid != lid || !srdma_peer_alive(qp->ctx, p)) {
+	if (!p || p->lid != lid || srdma_peer_gone(qp->ctx, p)) {
 		struct srdma_peer *np = srdma_peer_get(qp->ctx, lid);
 
 		srdma_peer_put(qp->ctx, p);
 		qp->peer = p = np;
-		if (!p)
+		/* A cached peer comes back on the registry's word only. */
+		if (!p || srdma_peer_gone(qp->ctx, p))
 			return false;
 	}
 	sh = srdma_seg_qp(p->seg, slot);

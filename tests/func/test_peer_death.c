@@ -14,6 +14,11 @@
  *  - every other RC opcode (WRITE, READ, CMP_SWP, FETCH_ADD) to the dead
  *    target: RETRY_EXC_ERR; UC SEND/WRITE and UD SEND: complete
  *    successfully (a vanished peer's packets are dropped silently);
+ *  - the dead target's pid reused by an unrelated process of the same
+ *    user (made at once with clone3's set_tid, which needs root; pid
+ *    wrap-around does it slowly everywhere) that maps memory at the dead
+ *    MR's address: a WRITE or READ through the connected QP must end with
+ *    RETRY_EXC_ERR and touch nothing of the newcomer;
  *  - the survivor as passive target: an initiator streaming WRITEs and
  *    SENDs is killed at random moments (seeded, printed); dereg, destroy
  *    and close in the survivor finish promptly.
@@ -21,6 +26,8 @@
  *
  * Children never use cmocka; every test arms alarm() as a watchdog.
  */
+#include <sys/syscall.h>
+
 #include "xproc_util.h"
 
 enum {
@@ -348,6 +355,132 @@ static void test_target_killed_reaped(void **state)
 	target_killed(true);
 }
 
+/* ---- the target's pid is reused ---------------------------------------------
+ */
+
+/* clone3()'s arguments up to set_tid_size (CLONE_ARGS_SIZE_VER1). */
+struct clone3_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal;
+	uint64_t stack, stack_size, tls, set_tid, set_tid_size;
+};
+
+/*
+ * A process with pid @pid (free: its owner was reaped) whose memory at
+ * [@addr, @addr + PD_BUF) is the memfd @mfd, filled with 'Z' by the
+ * parent; it tells @fd when ready and then waits to be killed. Return
+ * its pid, or -errno if the kernel refused the pid.
+ */
+static pid_t impostor(pid_t pid, uint64_t addr, int mfd, int fd)
+{
+	struct clone3_args a;
+	pid_t want = pid;
+	long r;
+
+	memset(&a, 0, sizeof(a));
+	a.exit_signal = SIGCHLD;
+	a.set_tid = (uintptr_t)&want;
+	a.set_tid_size = 1;
+	fflush(NULL);
+	r = syscall(SYS_clone3, &a, sizeof(a));
+	if (r < 0)
+		return -errno;
+	if (r == 0) {
+		/* The child of a raw clone: async-signal-safe calls only. */
+		char b = 'I';
+
+		if (mmap((void *)(uintptr_t)addr, PD_BUF,
+			 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mfd,
+			 0) == MAP_FAILED)
+			_exit(3);
+		if (write(fd, &b, 1) != 1)
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	return (pid_t)r;
+}
+
+static void test_target_pid_reused(void **state)
+{
+	struct pinfo me, peer;
+	struct pside s;
+	char *seen, b = 0;
+	int fd, st, mfd, sv[2], i, bad = 0;
+	pid_t pid, imp;
+
+	(void)state;
+	alarm(60);
+	memset(early, 0, sizeof(early));
+	pid = xp_spawn(&fd, target_child, 30);
+	assert_int_equal(ps_open(&s), 0);
+	ps_info(&s, &me);
+	assert_int_equal(xio(fd, &peer, sizeof(peer), false), 0);
+	assert_int_equal(xio(fd, &me, sizeof(me), true), 0);
+	assert_int_equal(ps_connect(&s, &peer), 0);
+	assert_int_equal(xio(fd, &b, 1, false), 0);
+	assert_int_equal(b, 'R');
+	/* The target is alive and cached as our peer: a WRITE lands. */
+	assert_int_equal(post_op(&s, Q_WRITE, IBV_WR_RDMA_WRITE, &peer, true),
+			 0);
+	expect_status(s.cq, Q_WRITE, IBV_WC_SUCCESS, "RC WRITE", "alive");
+
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(fd);
+
+	mfd = memfd_create("impostor", MFD_CLOEXEC);
+	assert_true(mfd >= 0);
+	assert_int_equal(ftruncate(mfd, PD_BUF), 0);
+	seen = mmap(NULL, PD_BUF, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	assert_true(seen != MAP_FAILED);
+	memset(seen, 'Z', PD_BUF);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	/* Start times count clock ticks: the newcomer starts a few later
+	 * (a pid coming round by itself takes far longer). */
+	usleep(100000);
+	imp = impostor(pid, peer.addr, mfd, sv[1]);
+	close(sv[1]);
+	if (imp < 0) {
+		printf("peer death: pid reuse not tested: clone3 set_tid %d: "
+		       "%s (needs root)\n", (int)pid, strerror(-imp));
+		close(sv[0]);
+		goto out;
+	}
+	assert_int_equal(imp, pid);
+	assert_int_equal(xio(sv[0], &b, 1, false), 0);
+	assert_int_equal(b, 'I');
+	usleep(20000);
+
+	/* Our source buffer says 0, the newcomer's memory says 'Z'. */
+	memset(s.buf + 4096, 0, 8);
+	assert_int_equal(post_op(&s, Q_READ, IBV_WR_RDMA_READ, &peer, true), 0);
+	expect_status(s.cq, Q_READ, IBV_WC_RETRY_EXC_ERR, "RC READ",
+		      "pid reused");
+	assert_int_equal(post_op(&s, Q_WRITE, IBV_WR_RDMA_WRITE, &peer, true),
+			 0);
+	expect_status(s.cq, Q_WRITE, IBV_WC_RETRY_EXC_ERR, "RC WRITE",
+		      "pid reused");
+	for (i = 0; i < PD_BUF; i++)
+		bad += seen[i] != 'Z';
+	fu_expect(!bad, "%d bytes of the process that reused the dead "
+		  "target's pid were overwritten", bad);
+	fu_expect(memchr(s.buf + 4096, 'Z', 8) == NULL,
+		  "a READ returned the memory of the process that reused the "
+		  "dead target's pid");
+	printf("peer death: target's pid %d reused: %d of its bytes "
+	       "written, READ %s its memory\n", (int)pid, bad,
+	       memchr(s.buf + 4096, 'Z', 8) ? "returned" : "did not return");
+	kill(imp, SIGKILL);
+	assert_int_equal(waitpid(imp, &st, 0), imp);
+	close(sv[0]);
+out:
+	munmap(seen, PD_BUF);
+	close(mfd);
+	ps_close(&s);
+	alarm(0);
+	fu_done();
+}
+
 /* ---- the initiator dies ----------------------------------------------------
  */
 
@@ -432,6 +565,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_target_killed_zombie),
 		cmocka_unit_test(test_target_killed_reaped),
+		cmocka_unit_test(test_target_pid_reused),
 		cmocka_unit_test(test_initiator_killed),
 	};
 

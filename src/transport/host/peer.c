@@ -25,7 +25,11 @@
  *
  * Wake-ups go through the peer's FIFOs (completion channels, async fd),
  * opened O_RDWR | O_NONBLOCK: holding a read end ourselves means a write
- * never raises SIGPIPE when the owner is gone, and never blocks.
+ * never raises SIGPIPE when the owner is gone, and never blocks. A
+ * process at its fd limit cannot open one, yet the CQE or event is
+ * already posted and the target asleep: the library keeps one spare fd
+ * (taken when the first peer is mapped), gives it up to open the FIFO,
+ * writes, closes, and takes it back, as the CM does for its listeners.
  *
  * RDMA atomics are serialised host-wide by the robust mutexes of the
  * "atomics" file, hashed by (target pid, address): every atomic on the
@@ -61,6 +65,32 @@ void srdma_fifo_path(const struct srdma_context *ctx, char *buf, size_t len,
 #define SRDMA_PEER_CHECK_NS 1000000ull		/* 1 ms */
 /* Unreferenced live peers kept mapped (LRU) for reuse. */
 #define SRDMA_PEER_IDLE_MAX 8u
+
+/* The spare fd that lets a process out of fds still wake its peers. */
+static pthread_mutex_t wake_spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static int wake_spare_fd = -1;		/* wake_spare_lock */
+
+static pthread_once_t wake_spare_once = PTHREAD_ONCE_INIT;
+
+/* fork(): a parent thread may have held the lock; the fd copy is ours. */
+static void wake_spare_child(void)
+{
+	pthread_mutex_init(&wake_spare_lock, NULL);
+}
+
+static void wake_spare_init(void)
+{
+	pthread_atfork(NULL, NULL, wake_spare_child);
+}
+
+static void wake_spare_take(void)
+{
+	pthread_once(&wake_spare_once, wake_spare_init);
+	pthread_mutex_lock(&wake_spare_lock);
+	if (wake_spare_fd < 0)
+		wake_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	pthread_mutex_unlock(&wake_spare_lock);
+}
 
 static void peer_init_common(struct srdma_peer *p)
 {
@@ -315,6 +345,8 @@ struct srdma_peer *srdma_peer_get(struct srdma_context *ctx, uint32_t lid)
 	}
 	if (!p) {
 		idle_sweep(ctx);
+		if (lid != ctx->host.lid)
+			wake_spare_take();
 		p = lid == ctx->host.lid ? peer_self(ctx) : peer_map(ctx, lid);
 		if (p) {
 			p->cached = true;
@@ -386,6 +418,7 @@ void srdma_peer_fini(struct srdma_context *ctx)
 	}
 }
 
+/* Open the peer's FIFO: the fd, or -errno. */
 static int fifo_open_peer(struct srdma_context *ctx, struct srdma_peer *p,
 			  const char *kind, uint32_t num)
 {
@@ -396,9 +429,11 @@ static int fifo_open_peer(struct srdma_context *ctx, struct srdma_peer *p,
 	srdma_fifo_path(ctx, name, sizeof(name), p->lid, p->pid, kind, num);
 	fd = openat(ctx->host.dirfd, name,
 		    O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0 && (fstat(fd, &st) || !S_ISFIFO(st.st_mode))) {
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode)) {
 		close(fd);	/* not a FIFO: nobody to wake */
-		fd = -1;
+		return -ENOENT;
 	}
 	return fd;
 }
@@ -410,6 +445,37 @@ static void wake(int fd)
 	/* EAGAIN: 64 KiB of unread wake-ups, the fd is readable anyway. */
 	if (fd >= 0 && write(fd, &b, 1) != 1 && errno != EAGAIN)
 		srdma_dbg("wake-up write: %s", strerror(errno));
+}
+
+/*
+ * Open the peer's FIFO for one wake-up; on running out of fds, through
+ * the spare fd. Requires p->fd_lock. Return the fd to cache, or -1 (the
+ * wake-up was done without one, or nobody is there to wake).
+ */
+static int fifo_wake_open(struct srdma_context *ctx, struct srdma_peer *p,
+			  const char *kind, uint32_t num)
+{
+	int fd = fifo_open_peer(ctx, p, kind, num);
+
+	if (fd >= 0 || (fd != -EMFILE && fd != -ENFILE))
+		return fd < 0 ? -1 : fd;
+	pthread_mutex_lock(&wake_spare_lock);
+	if (wake_spare_fd >= 0) {
+		close(wake_spare_fd);
+		fd = fifo_open_peer(ctx, p, kind, num);
+		if (fd >= 0) {
+			wake(fd);
+			close(fd);
+		}
+		/* Another thread may have taken the freed slot: then the
+		 * spare is lost until fds free up (wake_spare_take). */
+		wake_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	pthread_mutex_unlock(&wake_spare_lock);
+	if (fd < 0)
+		srdma_warn("out of file descriptors: cannot wake lid %u (%s)",
+			   p->lid, kind);
+	return -1;
 }
 
 void srdma_peer_wake_chan(struct srdma_context *ctx, struct srdma_peer *p,
@@ -434,7 +500,7 @@ void srdma_peer_wake_chan(struct srdma_context *ctx, struct srdma_peer *p,
 	}
 	if ((int)chan < p->nchan) {
 		if (p->chan_fd[chan] < 0)
-			p->chan_fd[chan] = fifo_open_peer(ctx, p, "chan", chan);
+			p->chan_fd[chan] = fifo_wake_open(ctx, p, "chan", chan);
 		fd = p->chan_fd[chan];
 	}
 	wake(fd);
@@ -445,7 +511,7 @@ void srdma_peer_wake_async(struct srdma_context *ctx, struct srdma_peer *p)
 {
 	pthread_mutex_lock(&p->fd_lock);
 	if (p->async_fd < 0)
-		p->async_fd = fifo_open_peer(ctx, p, "async", 0);
+		p->async_fd = fifo_wake_open(ctx, p, "async", 0);
 	wake(p->async_fd);
 	pthread_mutex_unlock(&p->fd_lock);
 }
