@@ -121,6 +121,7 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 		ret = -errno;
 		goto err_free_entry;
 	}
+	srdma_host_fix_mode(h->seg_fd, 0600);	/* peers open it too */
 	if (ftruncate(h->seg_fd, (off_t)size)) {
 		ret = -errno;
 		goto err_unlink;
