@@ -420,6 +420,19 @@ static void a_seg_rwqe_nsge_garbage(struct env *e)
 	}
 }
 
+/* V's RQ lock word: "held" by a thread that does not exist (no robust
+ * list will ever release it). */
+static void a_seg_rlock_garbage(struct env *e)
+{
+	uint64_t qoff = SRDMA_SEG_QP_OFF +
+			(uint64_t)(e->vqpn & ((1u << SRDMA_QPN_SHIFT) - 1)) *
+				sizeof(struct srdma_shm_qp);
+	int32_t tid = 0x3ffffff0; /* above pid_max's ceiling: nobody */
+
+	put_at(e->seg, qoff + offsetof(struct srdma_shm_rq, rlock), &tid,
+	       sizeof(tid));
+}
+
 static void a_reg_trunc0(struct env *e)
 {
 	assert_int_equal(truncate(e->reg, 0), 0);
@@ -540,6 +553,8 @@ static const struct scase cases[] = {
 	 false},
 	{"segment receive WQE num_sge garbage", a_seg_rwqe_nsge_garbage, false,
 	 false, false},
+	{"segment RQ lock held by nobody", a_seg_rlock_garbage, false, false,
+	 false},
 	{"registry truncated to 0", a_reg_trunc0, true, false, false},
 	{"registry truncated to half", a_reg_trunc_half, false, false, false},
 	{"registry header garbage", a_reg_hdr_garbage, false, false, false},
