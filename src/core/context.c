@@ -52,6 +52,10 @@ int srdma_fifo_open(struct srdma_context *ctx, const char *kind,
 	unlinkat(dfd, path, 0);	/* a leftover of a dead owner with our pid */
 	if (mkfifoat(dfd, path, 0600))
 		return -errno;
+	/* Ours, just made: 0600 whatever the umask masked (a FIFO 0400
+	 * could not even be opened below, nor by the peers that wake us). */
+	if (fchmodat(dfd, path, 0600, AT_SYMLINK_NOFOLLOW))
+		srdma_dbg("fchmodat(%s, 0600): %s", path, strerror(errno));
 	/* O_RDWR: the open does not wait for a writer, and the FIFO never
 	 * reports EOF while we hold it. O_NOFOLLOW: never someone's link. */
 	fd = openat(dfd, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);

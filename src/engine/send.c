@@ -484,13 +484,15 @@ static int scatter(struct srdma_qp *qp, struct target *t, struct rq_ctx *rc,
 	return 0;
 }
 
-static uint64_t wqe_capacity(const struct srdma_shm_rwqe *w)
+/* Bytes the head WQE takes: its SGEs up to the checked count rq_begin()
+ * kept (the WQE's own num_sge is shared memory and may be anything). */
+static uint64_t wqe_capacity(const struct rq_ctx *rc)
 {
 	uint64_t t = 0;
 	uint32_t i;
 
-	for (i = 0; i < w->num_sge; i++)
-		t += w->sge[i].length;
+	for (i = 0; i < rc->nsge; i++)
+		t += rc->wqe->sge[i].length;
 	return t;
 }
 
@@ -582,7 +584,7 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 			c.wc_flags |= IBV_WC_GRH;
 		}
 	}
-	if (lb.len + prefix > wqe_capacity(rc.wqe)) {
+	if (lb.len + prefix > wqe_capacity(&rc)) {
 		if (uc && !rc.srq) {	/* silently dropped */
 			rq_abort(&rc);
 			goto out;

@@ -321,6 +321,47 @@ static void a_seg_entries_garbage(struct env *e)
 	}
 }
 
+/* Every receive WQE slot of V's RQ: a huge SGE count (max_sge clamps). */
+static void a_seg_rwqe_nsge_garbage(struct env *e)
+{
+	uint64_t qoff = SRDMA_SEG_QP_OFF +
+			(uint64_t)(e->vqpn & ((1u << SRDMA_QPN_SHIFT) - 1)) *
+				sizeof(struct srdma_shm_qp);
+	uint32_t nsge = 0xffffffffu;
+	struct srdma_shm_rq rq;
+	unsigned int i, j;
+	int fd;
+
+	fd = open(e->seg, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &rq, sizeof(rq), (off_t)qoff),
+			 (ssize_t)sizeof(rq));
+	close(fd);
+	assert_true(rq.size && rq.size <= 4096 && rq.wqe_size);
+	/* V reposts over consumed slots: hit the pending ones a few times. */
+	for (j = 0; j < 20; j++) {
+		for (i = 0; i < rq.size; i++)
+			put_at(e->seg,
+			       rq.ring_off + (uint64_t)i * rq.wqe_size +
+				       offsetof(struct srdma_shm_rwqe, num_sge),
+			       &nsge, sizeof(nsge));
+		usleep(10 * 1000);
+	}
+}
+
+/* V's RQ lock word: "held" by a thread that does not exist (no robust
+ * list will ever release it). */
+static void a_seg_rlock_garbage(struct env *e)
+{
+	uint64_t qoff = SRDMA_SEG_QP_OFF +
+			(uint64_t)(e->vqpn & ((1u << SRDMA_QPN_SHIFT) - 1)) *
+				sizeof(struct srdma_shm_qp);
+	int32_t tid = 0x3ffffff0; /* above pid_max's ceiling: nobody */
+
+	put_at(e->seg, qoff + offsetof(struct srdma_shm_rq, rlock), &tid,
+	       sizeof(tid));
+}
+
 static void a_reg_trunc0(struct env *e)
 {
 	assert_int_equal(truncate(e->reg, 0), 0);
@@ -438,6 +479,10 @@ static const struct scase cases[] = {
 	{"segment header offsets garbage", a_seg_hdr_garbage, false, false,
 	 true},
 	{"segment RQ/CQ ring offsets wrap", a_seg_entries_garbage, true, false,
+	 false},
+	{"segment receive WQE num_sge garbage", a_seg_rwqe_nsge_garbage, false,
+	 false, false},
+	{"segment RQ lock held by nobody", a_seg_rlock_garbage, false, false,
 	 false},
 	{"registry truncated to 0", a_reg_trunc0, true, false, false},
 	{"registry truncated to half", a_reg_trunc_half, false, false, false},
@@ -557,9 +602,12 @@ static int run_case(const char *base, unsigned int k)
 	pp = xp_spawn(&ps, peer, 60);
 	assert_true(read_for(vs, &vi, sizeof(vi), 20000));
 	assert_true(read_for(ps, &pi, sizeof(pi), 20000));
+	/* P learns V's address only once V is connected with its receives
+	 * posted: P's first WRs would otherwise go to a QP not yet in RTR
+	 * and, on a loaded machine, outlast P's retry budget. */
 	assert_int_equal(xio(vs, &pi, sizeof(pi), true), 0);
-	assert_int_equal(xio(ps, &vi, sizeof(vi), true), 0);
 	assert_true(read_for(vs, &x, 1, 20000)); /* V ready */
+	assert_int_equal(xio(ps, &vi, sizeof(vi), true), 0);
 	assert_true(read_for(ps, &x, 1, 20000)); /* traffic flows */
 	e.vlid = vi.lid;
 	e.vqpn = vi.qpn;

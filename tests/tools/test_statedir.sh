@@ -18,6 +18,9 @@
 #            directory, precious survives. A symlink planted as "registry"
 #            in a valid directory is not followed (the target's contents
 #            survive).
+#   umask    uid 65534 with umask 0277 opens the device: the directory
+#            is 0700 and every file in it 0600 (not the umask's 0500 /
+#            0400), and a later process of that uid opens it too.
 #
 # Needs root (other uids, a private mount namespace with tmpfs over
 # /dev/shm and /run, so the real ones are never touched); skips otherwise.
@@ -175,6 +178,35 @@ rc=$?
 check "the open fails cleanly" test $rc != 0
 check "... and the link's target keeps its contents and size" \
 	test "$(stat -c %s "$WORK/target"):$(head -c 4 "$WORK/target")" = 5:keep
+
+echo "# umask 0277: files are created with our modes, not the umask's"
+# A process whose umask masks owner bits (0277: r-- at most) must not
+# leave a directory 0500 that every later open refuses, or a registry,
+# segment or FIFO 0400 that no other process of the user can open.
+rm -rf /dev/shm/srdma-65534
+exec 3< <(sleep 4)
+as_nobody bash -c 'umask 0277; exec "$0"' "$HOLDER" <&3 >"$WORK/umask.out" 2>&1 &
+upid=$!
+exec 3<&-
+for _ in $(seq 1 100); do
+	grep -q '^ready$' "$WORK/umask.out" 2>/dev/null && break
+	sleep 0.05
+done
+diag <"$WORK/umask.out"
+check "uid 65534 with umask 0277 opens the device" \
+	grep -q '^ready$' "$WORK/umask.out"
+modes=$(cd /dev/shm/srdma-65534 2>/dev/null && stat -c '%n %a' . * | tr '\n' ' ')
+echo "# modes: $modes"
+check "... directory 0700, every file in it 0600" \
+	bash -c '[ "$(stat -c %a "$1")" = 700 ] &&
+		[ -n "$(ls -A "$1")" ] &&
+		[ -z "$(find "$1" -mindepth 1 ! -perm 600)" ]' \
+	_ /dev/shm/srdma-65534
+as_nobody bash -c 'umask 0077; exec "$0" </dev/null' "$HOLDER" >"$WORK/umask2.out" 2>&1
+check "... and a second process of that uid opens it too" \
+	grep -q '^ready$' "$WORK/umask2.out"
+diag <"$WORK/umask2.out"
+wait $upid
 
 echo "1..$ntest"
 echo "state directory: $((ntest - failed)) of $ntest squatting, symlink and permission checks passed"

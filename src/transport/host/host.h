@@ -72,6 +72,14 @@ int srdma_host_dir(char *buf, size_t len, int *dfd);
 const char *srdma_host_dir_check(int fd);
 
 /**
+ * srdma_host_fix_mode() - give the file or directory @fd, if it is ours,
+ * exactly @mode: for what we just created, whatever the process umask
+ * masked (umask 0277 would leave a registry 0400 that no later process
+ * of the user can open). Advisory: a failure is logged at debug level.
+ */
+void srdma_host_fix_mode(int fd, mode_t mode);
+
+/**
  * srdma_registry_open() - map (creating or repairing if needed) the host
  * registry under the directory @dfd.
  * Return: 0 or -errno (-EPROTO: a registry of another softrdma version).

@@ -532,6 +532,8 @@ static struct srdma_atomic_file *atomics_map(struct srdma_context *ctx)
 		goto out;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		goto out_unlock;
+	if (!st.st_size)	/* new: 0600 whatever the umask */
+		srdma_host_fix_mode(fd, 0600);
 	if ((size_t)st.st_size != sizeof(*f) && ftruncate(fd, sizeof(*f)))
 		goto out_unlock;
 	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -49,17 +49,36 @@ const char *srdma_host_dir_check(int fd)
 }
 
 /*
+ * Give a file we just created the mode we asked for: the process umask
+ * may have masked owner bits (umask 0277 leaves 0400), and the next
+ * process of the user could not open it. Only a file of ours; advisory.
+ */
+void srdma_host_fix_mode(int fd, mode_t mode)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && st.st_uid == geteuid() &&
+	    (st.st_mode & 0777) != mode && fchmod(fd, mode))
+		srdma_dbg("fchmod(%o): %s", (unsigned int)mode,
+			  strerror(errno));
+}
+
+/*
  * Create (0700) and open @path without following a symlink in its last
  * component, then check it. Return: the fd, or -errno with *@why set.
  */
 static int dir_try(const char *path, const char **why)
 {
+	bool created = true;
 	int fd, err;
 
-	if (mkdir(path, 0700) && errno != EEXIST) {
-		err = errno;
-		*why = strerror(err);
-		return -err;
+	if (mkdir(path, 0700)) {
+		if (errno != EEXIST) {
+			err = errno;
+			*why = strerror(err);
+			return -err;
+		}
+		created = false;
 	}
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
@@ -68,6 +87,10 @@ static int dir_try(const char *path, const char **why)
 			       "a symlink or not a directory" : strerror(err);
 		return -err;
 	}
+	/* Ours only if we made it: never widen or narrow a directory
+	 * found there (the check below judges that one). */
+	if (created)
+		srdma_host_fix_mode(fd, 0700);
 	*why = srdma_host_dir_check(fd);
 	if (*why) {
 		close(fd);
@@ -249,6 +272,8 @@ int srdma_registry_open(int dfd, struct srdma_registry *r)
 		ret = -EPROTO;
 		goto err_unlock;
 	}
+	if (!st.st_size)	/* new: 0600 whatever the umask */
+		srdma_host_fix_mode(r->fd, 0600);
 	if ((size_t)st.st_size != len) {
 		/* New (0), or shortened/extended by someone: the size is a
 		 * constant, and what lies past it is nobody's. */

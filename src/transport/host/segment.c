@@ -19,10 +19,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,6 +125,7 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 		ret = -errno;
 		goto err_free_entry;
 	}
+	srdma_host_fix_mode(h->seg_fd, 0600);	/* peers open it too */
 	if (ftruncate(h->seg_fd, (off_t)size)) {
 		ret = -errno;
 		goto err_unlink;
@@ -430,6 +435,35 @@ int srdma_shm_mutex_init(pthread_mutex_t *m)
 	return -ret;
 }
 
+/*
+ * A robust mutex whose lock word names a thread that does not exist can
+ * never be released: its owner's robust list (which the kernel walks at
+ * thread exit) never had it, because the word was written by someone
+ * else — garbage from another process of the user, or a list whose
+ * pointers in shared memory were damaged. Do what the kernel does for a
+ * dead owner: keep the waiters bit, set OWNER_DIED, clear the TID and
+ * wake a waiter, so the next lock attempt gets EOWNERDEAD. A CAS, so a
+ * word that changed meanwhile (a real owner) is left alone.
+ */
+static void shm_lock_reap_stale(pthread_mutex_t *m)
+{
+	_Atomic int *word = (_Atomic int *)(void *)&m->__data.__lock;
+	int w = atomic_load_explicit(word, memory_order_relaxed);
+	pid_t tid = (pid_t)(w & FUTEX_TID_MASK);
+
+	if (!tid || (w & FUTEX_OWNER_DIED) || !kill(tid, 0) ||
+	    errno != ESRCH)
+		return;
+	/* seq_cst: pairs with the acquiring CAS of whoever locks next. */
+	if (atomic_compare_exchange_strong(word, &w,
+					   (w & FUTEX_WAITERS) |
+						   FUTEX_OWNER_DIED)) {
+		srdma_warn("shared lock %p held by thread %d, which does not "
+			   "exist: released", (void *)m, (int)tid);
+		syscall(SYS_futex, word, FUTEX_WAKE, 1, NULL, NULL, 0);
+	}
+}
+
 bool srdma_shm_lock(pthread_mutex_t *m)
 {
 	struct timespec ts;
@@ -438,10 +472,13 @@ bool srdma_shm_lock(pthread_mutex_t *m)
 	/*
 	 * Timed, so that a waiter whose lock vanished under it (the file
 	 * was truncated while it slept in the kernel) wakes up, touches the
-	 * page, gets it poisoned (shm_guard.c) and goes on.
+	 * page, gets it poisoned (shm_guard.c) and goes on; and so that a
+	 * lock "held" by a thread that does not exist is noticed.
 	 */
 	ret = pthread_mutex_trylock(m);	/* uncontended: no clock read */
 	while (ret == EBUSY || ret == ETIMEDOUT) {
+		if (ret == ETIMEDOUT)
+			shm_lock_reap_stale(m);
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		ret = pthread_mutex_timedlock(m, &ts);
