@@ -464,6 +464,27 @@ static void shm_lock_reap_stale(pthread_mutex_t *m)
 	}
 }
 
+#ifdef __SANITIZE_THREAD__
+#include <sanitizer/tsan_interface.h>
+/*
+ * ThreadSanitizer's pthread_mutex_timedlock() interceptor records the
+ * lock only when it returns 0, while its lock and trylock interceptors
+ * also count EOWNERDEAD as acquired (which it is): without this, our
+ * unlock after recovering a dead holder's lock is reported as "unlock of
+ * an unlocked mutex". Tell it, in TSan builds only.
+ */
+static void tsan_note_owner_dead(pthread_mutex_t *m)
+{
+	__tsan_mutex_pre_lock(m, __tsan_mutex_try_lock);
+	__tsan_mutex_post_lock(m, __tsan_mutex_try_lock, 0);
+}
+#else
+static inline void tsan_note_owner_dead(pthread_mutex_t *m)
+{
+	(void)m;
+}
+#endif
+
 bool srdma_shm_lock(pthread_mutex_t *m)
 {
 	struct timespec ts;
@@ -482,6 +503,8 @@ bool srdma_shm_lock(pthread_mutex_t *m)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		ret = pthread_mutex_timedlock(m, &ts);
+		if (ret == EOWNERDEAD)
+			tsan_note_owner_dead(m);
 	}
 
 	if (ret == EOWNERDEAD) {
