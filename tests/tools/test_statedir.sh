@@ -184,8 +184,19 @@ echo "# umask 0277: files are created with our modes, not the umask's"
 # leave a directory 0500 that every later open refuses, or a registry,
 # segment or FIFO 0400 that no other process of the user can open.
 rm -rf /dev/shm/srdma-65534
+# uid 65534 must be able to run the holder and load our library, but the
+# build tree may sit where only root can enter (CI's fresh clone in a
+# private temporary directory): give it copies in a directory it can read.
+NB=$WORK/nobody
+mkdir -p "$NB/lib"
+cp "$HOLDER" "$NB/mr_holder"
+cp -P "$(dirname "$(readlink -f "$SRDMA")")"/../lib/lib*.so* "$NB/lib/"
+chmod 755 "$WORK" "$NB" "$NB/lib"
+chmod -R a+rX "$NB"
+NB_RUN=(env "LD_LIBRARY_PATH=$NB/lib" "$NB/mr_holder")
 exec 3< <(sleep 4)
-as_nobody bash -c 'umask 0277; exec "$0"' "$HOLDER" <&3 >"$WORK/umask.out" 2>&1 &
+as_nobody bash -c 'umask 0277; exec "$@"' _ "${NB_RUN[@]}" <&3 \
+	>"$WORK/umask.out" 2>&1 &
 upid=$!
 exec 3<&-
 for _ in $(seq 1 100); do
@@ -202,7 +213,8 @@ check "... directory 0700, every file in it 0600" \
 		[ -n "$(ls -A "$1")" ] &&
 		[ -z "$(find "$1" -mindepth 1 ! -perm 600)" ]' \
 	_ /dev/shm/srdma-65534
-as_nobody bash -c 'umask 0077; exec "$0" </dev/null' "$HOLDER" >"$WORK/umask2.out" 2>&1
+as_nobody bash -c 'umask 0077; exec "$@" </dev/null' _ "${NB_RUN[@]}" \
+	>"$WORK/umask2.out" 2>&1
 check "... and a second process of that uid opens it too" \
 	grep -q '^ready$' "$WORK/umask2.out"
 diag <"$WORK/umask2.out"
