@@ -79,14 +79,14 @@ static void test_fork_child_sigbus_is_its_own(void **state)
 			_exit(12);
 		if (ftruncate(fd, 0))
 			_exit(13);
-		p[0] = 1;	/* past EOF: SIGBUS, as without softrdma */
+		p[0] = 1; /* past EOF: SIGBUS, as without softrdma */
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	printf("fork guard: child's own truncated mapping at the parent's "
 	       "segment address: %s\n",
-	       WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) :
-				     "no signal (swallowed by a stale guard)");
+	       WIFSIGNALED(status) ? strsignal(WTERMSIG(status))
+				   : "no signal (swallowed by a stale guard)");
 	assert_true(WIFSIGNALED(status));
 	assert_int_equal(WTERMSIG(status), SIGBUS);
 	assert_int_equal(ibv_close_device(ctx), 0);

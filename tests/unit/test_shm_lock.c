@@ -58,7 +58,7 @@ static void test_shm_lock_owner_died_while_waiting(void **state)
 		kill(pid, SIGKILL);
 		_exit(0);
 	}
-	assert_true(srdma_shm_lock(m));	/* true: the holder died */
+	assert_true(srdma_shm_lock(m)); /* true: the holder died */
 	srdma_shm_unlock(m);
 	/* The lock works normally afterwards. */
 	assert_false(srdma_shm_lock(m));
