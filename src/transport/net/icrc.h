@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * icrc.h - the RoCEv2 invariant CRC (ICRC), the 4-byte trailer of every
+ * RoCEv2 packet.
+ *
+ * The ICRC is IEEE CRC-32 (the reflected polynomial 0xEDB88320 that zlib's
+ * crc32() uses) over: 8 bytes of 0xFF standing in for the InfiniBand LRH
+ * that RoCEv2 does not carry; the IP header with the fields routers may
+ * change masked to all ones (IPv4: TOS, TTL, header checksum; IPv6:
+ * traffic class, flow label, hop limit); the UDP header with its checksum
+ * masked; the BTH with byte 4 (FECN, BECN, reserved bits) masked; then
+ * the extended headers, payload and pad. The result goes on the wire
+ * least significant byte first. Everything else of the IP header (IPv4:
+ * total length, identification, flags and fragment offset, protocol,
+ * addresses) is covered, so a sender must know the identification and DF
+ * the kernel will give the datagram before it sends: an unconnected UDP
+ * socket with IP_PMTUDISC_DO gets DF set and identification 0.
+ *
+ * Pure functions, no state: callable from any thread. Not here: building
+ * or parsing headers (they arrive as bytes already laid out on the wire).
+ */
+#ifndef SRDMA_TRANSPORT_NET_ICRC_H
+#define SRDMA_TRANSPORT_NET_ICRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRDMA_IPV4_HDR_BYTES 20
+#define SRDMA_IPV6_HDR_BYTES 40
+#define SRDMA_UDP_HDR_BYTES  8
+#define SRDMA_BTH_BYTES	     12
+#define SRDMA_ICRC_BYTES     4
+
+/**
+ * srdma_crc32() - continue an IEEE CRC-32 (zlib convention) over @len bytes.
+ * @crc: 0 to start, or a previous return value to continue
+ * Return: the CRC of everything so far, as zlib's crc32() returns it.
+ */
+uint32_t srdma_crc32(uint32_t crc, const void *buf, size_t len);
+
+/**
+ * srdma_icrc() - the ICRC of one RoCEv2 packet.
+ * @ip:      the IP header as on the wire: 20 bytes (IPv4, no options) or
+ *           40 bytes (IPv6), told apart by its version nibble
+ * @udp:     the 8-byte UDP header as on the wire
+ * @ib:      BTH, extended headers, payload and pad, without the ICRC
+ * @ib_len:  bytes at @ib; at least SRDMA_BTH_BYTES
+ *
+ * Nothing is modified: masking happens on copies. Callers validate
+ * lengths and the IP version first; for @ib_len below SRDMA_BTH_BYTES or
+ * an IP version other than 4 or 6 the result is 0 and means nothing.
+ * Return: the ICRC; store it little-endian after the pad.
+ */
+uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
+		    const uint8_t *ib, size_t ib_len);
+
+#endif
