@@ -106,7 +106,7 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 	ctx->fork_gen = atomic_load_explicit(&srdma_fork_gen,
 					     memory_order_relaxed);
 
-	ret = srdma_host_attach(&ctx->host, dev->ibdev.name, SRDMA_KEY_SLOTS);
+	ret = srdma_host_attach(&ctx->host, dev->ibdev.name);
 	if (ret) {
 		srdma_err("%s: cannot attach to host registry: %s",
 			  dev->ibdev.name, strerror(-ret));

@@ -21,10 +21,12 @@
  * to ERR and its receive queue flushed, UC drops what the responder would
  * reject, UD drops what cannot be delivered. A peer that is gone, or a QP
  * that is not connected back to us, is RETRY_EXC_ERR (RC, once the
- * transport retry budget has run out) or a silent drop (UC, UD). A WR in
- * RNR asks whether its target process still exists (srdma_peer_gone: a
- * pidfd poll, rate-limited, only on that retry path): a dead responder
- * sends no RNR NAK, so rnr_retry = 7 must not keep it waiting.
+ * transport retry budget has run out) or a silent drop (UC, UD). Every WR
+ * asks whether its target process still exists (srdma_peer_gone: shared
+ * memory, plus a pidfd poll at most once a millisecond per peer): the
+ * copies address the target by pid, which a reaped owner may have passed
+ * on, and a dead responder sends no RNR NAK, so rnr_retry = 7 must not
+ * keep a WR waiting for it.
  * Any error moves our QP to ERR and flushes everything behind it.
  */
 #include <endian.h>
@@ -523,12 +525,23 @@ static int rkey_acquire(struct srdma_qp *qp, struct target *t, uint32_t rkey,
 	return 0;
 }
 
+/*
+ * The requester's status when the responder's process is gone (a copy got
+ * ESRCH): RC retries unanswered until RETRY_EXC_ERR; UC and UD packets are
+ * simply lost on the wire, so the send completes successfully.
+ */
+static enum ibv_wc_status peer_gone_status(const struct srdma_qp *qp)
+{
+	return qp->type == IBV_QPT_RC ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
+}
+
 /* A failed copy: whose fault? */
-static void copy_failed(struct outcome *o, int r, const struct iovec *liov,
-			uint32_t n, bool local_writable, int remote_status)
+static void copy_failed(const struct srdma_qp *qp, struct outcome *o, int r,
+			const struct iovec *liov, uint32_t n,
+			bool local_writable, int remote_status)
 {
 	if (r == -ESRCH) {
-		o->req_status = IBV_WC_RETRY_EXC_ERR;
+		o->req_status = peer_gone_status(qp);
 		return;
 	}
 	if (local_bad(liov, n, local_writable)) {
@@ -633,7 +646,7 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	if (r) {
 		if (r == -ESRCH || local_bad(lb.iov, lb.n, false)) {
 			rq_abort(&rc);
-			o->req_status = r == -ESRCH ? IBV_WC_RETRY_EXC_ERR :
+			o->req_status = r == -ESRCH ? peer_gone_status(qp) :
 					IBV_WC_LOC_PROT_ERR;
 			goto out;
 		}
@@ -709,7 +722,7 @@ static int exec_write(struct srdma_qp *qp, struct srdma_swqe *w,
 		r = xcopy(t->p, lb.iov, lb.n, rr.ref.host_addr, lb.len, true);
 		remote_release(qp->ctx, &rr);
 		if (r) {
-			copy_failed(o, r, lb.iov, lb.n, false,
+			copy_failed(qp, o, r, lb.iov, lb.n, false,
 				    IBV_WC_REM_ACCESS_ERR);
 			if (uc && o->req_status == IBV_WC_REM_ACCESS_ERR) {
 				o->req_status = IBV_WC_SUCCESS;
@@ -768,7 +781,7 @@ static int exec_read(struct srdma_qp *qp, struct srdma_swqe *w,
 		r = xcopy(t->p, lb.iov, lb.n, rr.ref.host_addr, lb.len, false);
 		remote_release(qp->ctx, &rr);
 		if (r)
-			copy_failed(o, r, lb.iov, lb.n, true,
+			copy_failed(qp, o, r, lb.iov, lb.n, true,
 				    IBV_WC_REM_ACCESS_ERR);
 	}
 out:
@@ -827,7 +840,7 @@ static int exec_atomic(struct srdma_qp *qp, struct srdma_swqe *w,
 	srdma_shm_unlock(m);
 	remote_release(qp->ctx, &rr);
 	if (r) {
-		o->req_status = r == -ESRCH ? IBV_WC_RETRY_EXC_ERR :
+		o->req_status = r == -ESRCH ? peer_gone_status(qp) :
 				IBV_WC_REM_ACCESS_ERR;
 		o->resp_error = r != -ESRCH;
 		o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
@@ -1025,9 +1038,6 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	if (o.resp_error)
 		target_error(qp, &t, o.resp_event);
 done:
-	/* UC/UD: a vanished responder's packets are lost, silently. */
-	if (o.req_status == IBV_WC_RETRY_EXC_ERR && qp->type != IBV_QPT_RC)
-		o.req_status = IBV_WC_SUCCESS;
 	if (o.req_status != IBV_WC_SUCCESS) {
 		post_own(qp, w, o.req_status, 0);
 		own_error_locked(qp);

@@ -342,7 +342,7 @@ static void test_key_drain_waits_for_inflight_access(void **state)
 static void attach(struct srdma_host_ctx *h, struct srdma_key_table *kt)
 {
 	memset(h, 0, sizeof(*h));
-	assert_int_equal(srdma_host_attach(h, "unit", SRDMA_SEG_KEY_SLOTS), 0);
+	assert_int_equal(srdma_host_attach(h, "unit"), 0);
 	assert_int_equal(srdma_kt_init(kt, srdma_seg_keys(h->seg),
 					SRDMA_SEG_KEY_SLOTS), 0);
 	h->seg->key_secret[0] = kt->secret[0];

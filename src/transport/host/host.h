@@ -128,15 +128,15 @@ void srdma_host_unlink_fifos(int dfd, uint32_t lid, pid_t pid);
 
 /**
  * srdma_host_attach() - claim a registry entry and create this context's
- * segment with @key_slots (at most SRDMA_SEG_KEY_SLOTS) key table entries
- * in use; the layout always has room for SRDMA_SEG_KEY_SLOTS.
+ * segment (fixed layout: SRDMA_SEG_KEY_SLOTS key entries, which is also
+ * the slot count every key table and every peer's key view must use,
+ * since a key's slot depends on it).
  * @h: zeroed by the caller; filled on success
  * @dev_name: device name recorded for srdma status
  * Context: ibv_open_device; may block on the registry flock.
  * Return: 0, -ENOSPC when all LIDs are taken, or another -errno.
  */
-int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
-		      uint32_t key_slots);
+int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name);
 
 /**
  * srdma_host_publish() - make the attached segment visible to peers

@@ -15,13 +15,15 @@
  * map and unmap on every WR, and long-running servers stay flat however
  * many clients come and go (docs/design/lifetimes.md).
  *
- * Liveness has two levels. srdma_peer_alive() only reads the registry
- * entry (no system call: it runs on every WR). srdma_peer_gone() also
- * asks the kernel, through a pidfd (or /proc where pidfd_open fails), and
- * is called only where a WR waits for the peer (RNR, no answer), at most
- * once per SRDMA_PEER_CHECK_NS per peer: a SIGKILLed owner leaves its
- * registry entry LIVE until someone reaps it, and without the kernel's
- * word a WR with rnr_retry = 7 would wait for it forever.
+ * Liveness has two levels. srdma_peer_alive() only reads shared memory
+ * (the registry entry, the segment). srdma_peer_gone(), which every WR
+ * calls (engine/send.c resolve(), and the RNR path), adds the kernel's
+ * word through a pidfd (or /proc where pidfd_open fails), asked at most
+ * once per SRDMA_PEER_CHECK_NS per peer, so a WR costs one clock read: a
+ * SIGKILLed owner leaves its registry entry LIVE until someone reaps it,
+ * and its pid may then name another process, whose memory the next copy
+ * would touch; without the kernel's word a WR with rnr_retry = 7 would
+ * also wait for a dead owner forever.
  *
  * Wake-ups go through the peer's FIFOs (completion channels, async fd),
  * opened O_RDWR | O_NONBLOCK: holding a read end ourselves means a write

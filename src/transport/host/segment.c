@@ -89,8 +89,7 @@ static void publish_entry(struct srdma_host_ctx *h, uint32_t state)
 	srdma_registry_unlock(&h->reg);
 }
 
-int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
-		      uint32_t key_slots)
+int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name)
 {
 	size_t size = SRDMA_SEG_SIZE;
 	void *map;
@@ -101,10 +100,6 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name,
 	h->dirfd = -1;
 	h->pid = getpid();
 	h->start_time = srdma_proc_start_time(h->pid);
-	/* The layout always has room for SRDMA_SEG_KEY_SLOTS; a smaller
-	 * table (unit tests) leaves the rest FREE. */
-	if (!key_slots || key_slots > SRDMA_SEG_KEY_SLOTS)
-		return -EINVAL;
 	ret = srdma_host_dir(h->dir, sizeof(h->dir), &h->dirfd);
 	if (ret)
 		return ret;
