@@ -149,6 +149,7 @@ struct srdma_chan {
 
 /* ---- CQ ------------------------------------------------------------------ */
 struct srdma_qp;
+struct srdma_net_qp;
 
 struct srdma_cq {
 	union {
@@ -263,6 +264,8 @@ struct srdma_qp {
 	struct ibv_qp_cap cap;		/* immutable: as granted */
 	/* attributes, for query and the engine: sq_lock */
 	struct ibv_qp_attr attr;
+	struct srdma_net_qp *net;	/* immutable: the net half (Ethernet
+					 * link layer), or NULL */
 	struct srdma_peer *peer;	/* sq_lock: a reference to the RC/UC
 					 * destination, UD: the last one */
 	/* send queue: sq_lock */

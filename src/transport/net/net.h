@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * net.h - the net transport: RoCEv2 packets over UDP sockets, between
+ * hosts (docs/design/net.md).
+ *
+ * Pieces, each in its own file:
+ *   wire.c      bytes <-> struct srdma_pkt, ICRC           (wire.h)
+ *   gid.c       the GID table from the namespace's interfaces (gid.h)
+ *   endpoint.c  per context: the UDP sockets on port 4791 shared by every
+ *               context of the host, the progress thread, timers, pcap,
+ *               fault injection, drop counters, dispatch by QPN
+ *   req.c       requester + completer of a net QP: segmentation, PSNs,
+ *               the window, retransmission, ACK/NAK/RNR handling, READ
+ *               responses and atomic ACKs, our CQEs
+ *   resp.c      responder of a net QP: ePSN, duplicates and replay,
+ *               ACK/NAK/RNR NAK, READ responses, atomic ACKs; the checks
+ *               and the memory access are the engine's responder
+ *               (engine/responder.h), shared with the host transport
+ *
+ * Threads: the application's (post_send, poll_cq, which may drive
+ * progress inline) and one progress thread per context that has a net QP,
+ * which blocks in the kernel when there is nothing to do.
+ *
+ * Locks: the requester side of a QP is under qp->sq_lock (as the rest of
+ * the send queue); the responder side under nq->resp_lock. Lock order:
+ * qp->sq_lock, then nq->resp_lock, then the engine's (dp.h); the
+ * endpoint's own locks are leaves (never held while calling req.c or
+ * resp.c).
+ */
+#ifndef SRDMA_TRANSPORT_NET_NET_H
+#define SRDMA_TRANSPORT_NET_NET_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "transport/net/wire.h"
+
+struct srdma_context;
+struct srdma_qp;
+struct srdma_swqe;
+struct srdma_net_ctx;			/* endpoint.c */
+struct srdma_netreq;			/* req.c */
+struct srdma_netresp;			/* resp.c */
+
+/* ---- configuration --------------------------------------------------- */
+
+enum srdma_transport_mode {
+	SRDMA_TRANSPORT_AUTO = 0,	/* host if the peer is in the local
+					 * registry, else net */
+	SRDMA_TRANSPORT_HOST,
+	SRDMA_TRANSPORT_NET,
+};
+
+/* SRDMA_TRANSPORT, parsed once. Context: any thread. */
+enum srdma_transport_mode srdma_transport_mode(void);
+
+/**
+ * srdma_net_dest() - does the net transport serve a destination with
+ * address vector @ah and QPN @dqpn? Only with an Ethernet port and a GRH:
+ * false (host) when the destination GID is one of this namespace's and
+ * the QPN's context is live in the local registry, unless
+ * SRDMA_TRANSPORT=net; true otherwise (SRDMA_TRANSPORT=host: never).
+ * Context: any thread; no lock needed.
+ */
+bool srdma_net_dest(struct srdma_context *ctx, const struct ibv_ah_attr *ah,
+		    uint32_t dqpn);
+
+/* ---- per-QP state ------------------------------------------------------ */
+
+/* Counters of one net QP, for `srdma status` and the tests (relaxed). */
+struct srdma_net_qp_stats {
+	_Atomic uint64_t tx_pkts, rx_pkts;
+	_Atomic uint64_t tx_bytes, rx_bytes;
+	_Atomic uint64_t retransmits;	/* packets sent again */
+	_Atomic uint64_t timeouts;	/* retransmit timer expiries */
+	_Atomic uint64_t naks_sent, naks_rcvd;
+	_Atomic uint64_t rnr_sent, rnr_rcvd;
+	_Atomic uint64_t dups_rcvd;
+	_Atomic uint64_t drops[SRDMA_DROP_MAX];
+};
+
+/*
+ * The net half of a QP. Created with the QP when the port's link layer is
+ * Ethernet (srdma_net_qp_create), used once the QP reaches RTR with a
+ * destination that the net transport serves (RC/UC: @connected), or for
+ * every UD QP. Reachable from the endpoint's dispatch only while
+ * registered (srdma_net_qp_register..unregister).
+ */
+struct srdma_net_qp {
+	struct srdma_qp *qp;		/* immutable */
+	struct srdma_context *ctx;	/* immutable */
+	uint32_t qpn;			/* immutable */
+	/* Path of an RC/UC QP, set at RTR (sq_lock and resp_lock both held
+	 * to write; either to read). */
+	bool connected;			/* RC/UC QP uses the net transport */
+	struct srdma_wire_path path;	/* our GID -> peer GID, ports */
+	uint32_t dqpn;
+	uint32_t mtu;			/* path MTU, bytes (256..4096) */
+	uint8_t tclass, hop_limit;
+	struct srdma_netreq *req;	/* sq_lock */
+	pthread_mutex_t resp_lock;
+	struct srdma_netresp *resp;	/* resp_lock */
+	/* Earliest requester timer (retransmit or RNR), 0 for none; set by
+	 * req.c, read by the endpoint's timer scan. */
+	_Atomic uint64_t deadline_ns;
+	struct srdma_net_qp_stats st;
+	/* endpoint.c bookkeeping */
+	_Atomic uint32_t refs;		/* dispatch pins */
+	struct srdma_net_qp *ep_next;	/* endpoint lock */
+};
+
+/**
+ * srdma_net_qp_create() - the net half of a new QP (not yet reachable).
+ * Return: 0 with qp->net set, or -ENOMEM. Context: QP create.
+ */
+int srdma_net_qp_create(struct srdma_qp *qp);
+/**
+ * srdma_net_qp_destroy() - unregister (waits out dispatch pins), flush
+ * the requester, free. Context: QP destroy, nothing held.
+ */
+void srdma_net_qp_destroy(struct srdma_qp *qp);
+/**
+ * srdma_net_qp_modify() - apply a modify_qp to the net half: RTR sets
+ * the path from the address vector (transport chosen here: RC/UC QPs
+ * whose destination is not served by `host` become @connected), RTS the
+ * send PSN and timers, RESET clears both sides, ERR flushes.
+ * Return: 0 or -errno (-EINVAL: the AV names no usable GID).
+ * Context: srdma_qp_modify(), sq_lock held.
+ */
+int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
+			int mask);
+
+/* ---- endpoint (endpoint.c) -------------------------------------------- */
+
+/**
+ * srdma_net_ctx_get() - the context's endpoint, opened on first use:
+ * sockets bound to UDP 4791 (shared with the host's other contexts),
+ * progress thread started. Return: the endpoint or NULL (errno set).
+ */
+struct srdma_net_ctx *srdma_net_ctx_get(struct srdma_context *ctx);
+/* Stop the thread, close the sockets; at context close (no QP left). */
+void srdma_net_ctx_close(struct srdma_context *ctx);
+
+/* Make @nq (RTR or later) reachable by dispatch / unreachable (waits for
+ * pins to drop). */
+int srdma_net_qp_register(struct srdma_net_qp *nq);
+void srdma_net_qp_unregister(struct srdma_net_qp *nq);
+
+/**
+ * srdma_net_send() - send one datagram: the @n iovecs of @iov are the BTH,
+ * extended headers, payload, pad and ICRC, ready for the wire, from
+ * path->sip:sport to path->dip:dport. Applies fault injection, writes the
+ * pcap record, counts. Never blocks for long: a full socket buffer is
+ * waited out briefly, then the packet is dropped (reliability recovers).
+ * Return: 0, or -errno (the packet is lost). Context: any thread.
+ */
+int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
+		   const struct iovec *iov, int n);
+
+/**
+ * srdma_net_progress() - receive and dispatch what is queued on the
+ * context's sockets, up to @budget datagrams, and run expired timers,
+ * without blocking: a polling application's ibv_poll_cq calls this so a
+ * packet need not wait for the progress thread to wake. Only one thread
+ * drains at a time; the others return at once.
+ * Return: datagrams handled.
+ */
+int srdma_net_progress(struct srdma_context *ctx, int budget);
+
+/* Wake the progress thread: a timer earlier than the one it sleeps on was
+ * armed (deadline_ns lowered). Cheap when nothing changes. */
+void srdma_net_kick(struct srdma_context *ctx, uint64_t deadline_ns);
+
+/* Count a drop of cause @d (on @nq when known, else the endpoint's) and
+ * explain it under SRDMA_LOG=debug. */
+void srdma_net_drop(struct srdma_context *ctx, struct srdma_net_qp *nq,
+		    enum srdma_drop d, const char *why);
+
+/* ---- protocol entry points, called by the endpoint's dispatch ---------- */
+
+/*
+ * A received packet for @nq, parsed, ICRC checked, P_Key checked, its
+ * source (@from: the datagram's addresses) not yet checked against the
+ * QP. Responses (ACK, ATOMIC_ACK, READ_RESP_*) go to the requester, the
+ * rest to the responder. The pin on @nq is held across the call.
+ */
+void srdma_netreq_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
+			const struct srdma_wire_path *from);
+void srdma_netresp_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
+			 const struct srdma_wire_path *from);
+
+/**
+ * srdma_netreq_timer() - run @nq's requester timers that are due at @now
+ * (retransmit, RNR retry). Return: the next deadline, or 0 for none
+ * (also stored in nq->deadline_ns). Context: progress, nothing held.
+ */
+uint64_t srdma_netreq_timer(struct srdma_net_qp *nq, uint64_t now);
+
+/* ---- requester hooks, called by the engine's requester ---------------- */
+
+/**
+ * srdma_netreq_post() - take over send WQE @w (validated by the engine)
+ * of a net QP: copy what must outlive the caller (SGE list, inline
+ * bytes), queue it, send what the window allows. Its completion comes
+ * later, from the completer (engine.h srdma_comp_req()).
+ * Return: 0, -ENOMEM (send queue full: post_send fails with ENOMEM).
+ * Context: qp->sq_lock held.
+ */
+int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *w);
+/* Complete every queued or unacknowledged WQE with IBV_WC_WR_FLUSH_ERR.
+ * Context: qp->sq_lock held (QP in ERR, or being destroyed). */
+void srdma_netreq_flush_locked(struct srdma_qp *qp);
+/* Requester state of a QP: create at srdma_net_qp_create, free at destroy. */
+struct srdma_netreq *srdma_netreq_new(struct srdma_net_qp *nq);
+void srdma_netreq_free(struct srdma_netreq *r);
+/* RTS: initial send PSN; RESET: forget everything. sq_lock held. */
+void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn);
+
+/* Responder state of a QP, likewise; RTR sets the expected PSN. */
+struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq);
+void srdma_netresp_free(struct srdma_netresp *r);
+void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn);
+
+#endif

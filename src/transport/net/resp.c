@@ -1,0 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * resp.c - responder of a net QP (net.h). Placeholder.
+ */
+#include "transport/net/net.h"
