@@ -99,6 +99,7 @@ struct srdma_device *srdma_device_get(void);
 /* ---- context ------------------------------------------------------------ */
 struct srdma_pd;
 struct srdma_mr;
+struct srdma_net_ctx;
 
 struct srdma_context {
 	struct verbs_context vctx;	/* handed out as &vctx.context */
@@ -124,6 +125,8 @@ struct srdma_context {
 	char async_path[320];		/* immutable: FIFO name under
 					 * host.dirfd */
 	/* data path (dp.h) */
+	struct srdma_net_ctx *_Atomic net; /* net endpoint, set once on first
+					 * use (transport/net), else NULL */
 	struct srdma_peer *_Atomic peers[SRDMA_REG_ENTRIES + 1]; /* by LID;
 					 * lock (peer.c) */
 	struct srdma_peer *dead_peers;	/* lock: retired, still referenced */
