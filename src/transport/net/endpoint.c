@@ -1,23 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * endpoint.c - the net transport's per-context endpoint (net.h).
- * Placeholder until it lands: the net transport is never chosen.
+ * Placeholder until it lands.
  */
-#include <errno.h>
-#include <stddef.h>
-
 #include "transport/net/net.h"
-
-enum srdma_transport_mode srdma_transport_mode(void)
-{
-	return SRDMA_TRANSPORT_HOST;
-}
-
-bool srdma_net_dest(struct srdma_context *ctx, const struct ibv_ah_attr *ah,
-		    uint32_t dqpn)
-{
-	(void)ctx;
-	(void)ah;
-	(void)dqpn;
-	return false;
-}

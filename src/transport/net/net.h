@@ -71,7 +71,9 @@ bool srdma_net_dest(struct srdma_context *ctx, const struct ibv_ah_attr *ah,
 
 /* ---- per-QP state ------------------------------------------------------ */
 
-/* Counters of one net QP, for `srdma status` and the tests (relaxed). */
+/* Counters of one net QP, for `srdma status` and the tests (relaxed).
+ * They live in the context's shared segment (ring arena), so `srdma
+ * status` in another process can read them: the layout is ABI. */
 struct srdma_net_qp_stats {
 	_Atomic uint64_t tx_pkts, rx_pkts;
 	_Atomic uint64_t tx_bytes, rx_bytes;
@@ -107,7 +109,8 @@ struct srdma_net_qp {
 	/* Earliest requester timer (retransmit or RNR), 0 for none; set by
 	 * req.c, read by the endpoint's timer scan. */
 	_Atomic uint64_t deadline_ns;
-	struct srdma_net_qp_stats st;
+	struct srdma_net_qp_stats *st;	/* immutable pointer, never NULL
+					 * after srdma_net_qp_create() */
 	/* endpoint.c bookkeeping */
 	_Atomic uint32_t refs;		/* dispatch pins */
 	struct srdma_net_qp *ep_next;	/* endpoint lock */
