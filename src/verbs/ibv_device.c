@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "engine/engine.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "verbs/verbs_int.h"
@@ -91,6 +92,7 @@ SRDMA_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = EINVAL;
 		return NULL;
 	}
+	srdma_engine_init();
 	ret = srdma_context_open(dev, &ctx);
 	if (ret) {
 		errno = -ret;
