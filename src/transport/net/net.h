@@ -83,6 +83,10 @@ struct srdma_net_qp_stats {
 	_Atomic uint64_t rnr_sent, rnr_rcvd;
 	_Atomic uint64_t dups_rcvd;
 	_Atomic uint64_t drops[SRDMA_DROP_MAX];
+	/* PSNs for `srdma status`: the requester's next PSN to send and the
+	 * responder's expected PSN. qp_net.c sets them at RTS / RTR; req.c
+	 * and resp.c keep them current. */
+	_Atomic uint32_t sq_psn, rq_psn;
 };
 
 /*
@@ -111,6 +115,9 @@ struct srdma_net_qp {
 	_Atomic uint64_t deadline_ns;
 	struct srdma_net_qp_stats *st;	/* immutable pointer, never NULL
 					 * after srdma_net_qp_create() */
+	bool registered;		/* sq_lock: srdma_net_qp_register()
+					 * succeeded (qp_net.c) */
+	uint64_t st_off;		/* immutable: arena offset of *st */
 	/* endpoint.c bookkeeping */
 	_Atomic uint32_t refs;		/* dispatch pins */
 	struct srdma_net_qp *ep_next;	/* endpoint lock */
