@@ -285,6 +285,22 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *w);
 /* Complete every queued or unacknowledged WQE with IBV_WC_WR_FLUSH_ERR.
  * Context: qp->sq_lock held (QP in ERR, or being destroyed). */
 void srdma_netreq_flush_locked(struct srdma_qp *qp);
+/*
+ * Test hooks of req.c (tests/unit/test_net_req.c), NULL in the library:
+ * when srdma_netreq_tx_hook is set, packets go to it instead of
+ * srdma_net_send(), srdma_net_kick() is not called and drops are counted
+ * by req.c itself, so the requester runs without an endpoint; when
+ * srdma_netreq_comp_hook is set, completions go to it instead of
+ * srdma_comp_req() (the QP is not moved to ERR by the engine). Set them
+ * before any net QP is used.
+ */
+extern int (*srdma_netreq_tx_hook)(struct srdma_net_qp *nq,
+				   const struct srdma_wire_path *p,
+				   const struct iovec *iov, int n);
+extern void (*srdma_netreq_comp_hook)(struct srdma_qp *qp, uint64_t wr_id,
+				      uint32_t wr_opcode, bool signaled,
+				      int status, uint32_t byte_len);
+
 /* Requester state of a QP: create at srdma_net_qp_create, free at destroy. */
 struct srdma_netreq *srdma_netreq_new(struct srdma_net_qp *nq);
 void srdma_netreq_free(struct srdma_netreq *r);
