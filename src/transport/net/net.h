@@ -226,6 +226,20 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn);
 /* Responder state of a QP, likewise; RTR sets the expected PSN. */
 struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq);
 void srdma_netresp_free(struct srdma_netresp *r);
+/**
+ * srdma_netresp_reset() - forget the responder's state; expect @rq_psn
+ * next. The READ/atomic resource ring is sized from
+ * qp->attr.max_dest_rd_atomic as it is now, so call it at RTR after the
+ * attributes are applied. Takes nq->resp_lock itself.
+ * Context: sq_lock held, resp_lock not held.
+ */
 void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn);
+
+/*
+ * Test hook: when set, the responder hands what it would send to this
+ * function instead of srdma_net_send() (unit tests). NULL in production.
+ */
+extern int (*srdma_netresp_tx_hook)(struct srdma_net_qp *nq,
+				    const struct iovec *iov, int n);
 
 #endif
