@@ -228,10 +228,9 @@ struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq);
 void srdma_netresp_free(struct srdma_netresp *r);
 /**
  * srdma_netresp_reset() - forget the responder's state; expect @rq_psn
- * next. The READ/atomic resource ring is sized from
- * qp->attr.max_dest_rd_atomic as it is now, so call it at RTR after the
- * attributes are applied. Takes nq->resp_lock itself.
- * Context: sq_lock held, resp_lock not held.
+ * next (RTR), or 0 (RESET). A WQE taken from an SRQ for an unfinished
+ * message completes with IBV_WC_WR_FLUSH_ERR.
+ * Context: sq_lock and resp_lock held.
  */
 void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn);
 

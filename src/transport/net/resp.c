@@ -873,7 +873,7 @@ static void uc_input(struct srdma_netresp *r, struct srdma_target *t,
 	else if (op_is_write(op))
 		v = do_write(r, t, pkt, hdrs, false, &event);
 	else
-		v = V_DROP, drop(r, pkt, SRDMA_DROP_OPCODE, "not a UC request");
+		v = V_DROP;
 	if (v == V_OK || v == V_DROP)
 		return;
 	uc_abandon(r);
@@ -892,26 +892,6 @@ static void uc_input(struct srdma_netresp *r, struct srdma_target *t,
 
 /* ---- UD ------------------------------------------------------------------------ */
 
-static bool gid_v4(const uint8_t g[16])
-{
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff,
-					 0xff };
-
-	return !memcmp(g, pfx, sizeof(pfx));
-}
-
-static uint16_t ip_csum(const uint8_t *h, unsigned int len)
-{
-	uint32_t s = 0;
-	unsigned int i;
-
-	for (i = 0; i + 1 < len; i += 2)
-		s += (uint32_t)h[i] << 8 | h[i + 1];
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
 /*
  * The 40-byte GRH area of a UD receive: an IPv6 header, or 20 zero bytes
  * and an IPv4 header, as the datagram carried it (as far as a socket
@@ -921,34 +901,11 @@ static uint16_t ip_csum(const uint8_t *h, unsigned int len)
 static void make_grh(uint8_t g[GRH_BYTES], const struct srdma_wire_path *from,
 		     uint32_t udp_payload)
 {
-	uint32_t udp_len = 8 + udp_payload;
-	uint16_t cs;
+	uint8_t ip[SRDMA_IPV6_HDR_BYTES], udp[SRDMA_UDP_HDR_BYTES];
+	size_t n = srdma_wire_ip_udp(from, udp_payload, ip, udp);
 
 	memset(g, 0, GRH_BYTES);
-	if (gid_v4(from->sip)) {
-		uint8_t *ip = g + 20;
-		uint32_t tot = 20 + udp_len;
-
-		ip[0] = 0x45;
-		ip[2] = (uint8_t)(tot >> 8);
-		ip[3] = (uint8_t)tot;
-		ip[6] = 0x40;		/* DF */
-		ip[8] = 64;		/* TTL */
-		ip[9] = 17;		/* UDP */
-		memcpy(ip + 12, from->sip + 12, 4);
-		memcpy(ip + 16, from->dip + 12, 4);
-		cs = ip_csum(ip, 20);
-		ip[10] = (uint8_t)(cs >> 8);
-		ip[11] = (uint8_t)cs;
-		return;
-	}
-	g[0] = 6 << 4;
-	g[4] = (uint8_t)(udp_len >> 8);
-	g[5] = (uint8_t)udp_len;
-	g[6] = 17;			/* next header: UDP */
-	g[7] = 64;			/* hop limit */
-	memcpy(g + 8, from->sip, 16);
-	memcpy(g + 24, from->dip, 16);
+	memcpy(g + GRH_BYTES - n, ip, n);
 }
 
 static void ud_input(struct srdma_netresp *r, struct srdma_target *t,
@@ -1113,25 +1070,13 @@ void srdma_netresp_free(struct srdma_netresp *r)
 	free(r);
 }
 
-/* Ring size for @n outstanding READs/atomics: a power of two, 1..max. */
-static uint32_t res_entries(uint32_t n)
-{
-	uint32_t e = 1;
-
-	while (e < n && e < SRDMA_MAX_RD_ATOM)
-		e <<= 1;
-	return e;
-}
-
 void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 {
-	struct srdma_netresp *r;
+	struct srdma_netresp *r = nq->resp;
 	struct srdma_target t;
 
-	pthread_mutex_lock(&nq->resp_lock);
-	r = nq->resp;
 	if (!r)
-		goto unlock;
+		return;
 	/* A WQE consumed from an SRQ for a message that never finished
 	 * goes back to the application as flushed. */
 	if (r->have_wqe && r->consumed &&
@@ -1146,7 +1091,11 @@ void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 	memset(r, 0, offsetof(struct srdma_netresp, bounce));
 	r->nq = nq;
 	r->epsn = rq_psn & 0xffffff;
-	r->res_mask = res_entries(nq->qp->attr.max_dest_rd_atomic) - 1;
-unlock:
-	pthread_mutex_unlock(&nq->resp_lock);
+	/*
+	 * The ring holds as many resources as any QP may have outstanding
+	 * (the device's max_qp_rd_atom): never fewer than the QP's
+	 * max_dest_rd_atomic, which is not applied yet when the RTR modify
+	 * calls us. More entries only keep more history for replays.
+	 */
+	r->res_mask = SRDMA_MAX_RD_ATOM - 1;
 }
