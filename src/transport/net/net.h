@@ -310,6 +310,19 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn);
 /* Responder state of a QP, likewise; RTR sets the expected PSN. */
 struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq);
 void srdma_netresp_free(struct srdma_netresp *r);
+/**
+ * srdma_netresp_reset() - forget the responder's state; expect @rq_psn
+ * next (RTR), or 0 (RESET). A WQE taken from an SRQ for an unfinished
+ * message completes with IBV_WC_WR_FLUSH_ERR.
+ * Context: sq_lock and resp_lock held.
+ */
 void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn);
+
+/*
+ * Test hook: when set, the responder hands what it would send to this
+ * function instead of srdma_net_send() (unit tests). NULL in production.
+ */
+extern int (*srdma_netresp_tx_hook)(struct srdma_net_qp *nq,
+				    const struct iovec *iov, int n);
 
 #endif
