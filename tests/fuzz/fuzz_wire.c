@@ -91,6 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_parsed(data, size, &pkt);
 	(void)srdma_wire_icrc_check(&v4, data, size);
 	(void)srdma_wire_icrc_check(&v6, data, size);
+	(void)srdma_wire_icrc_verify(&v4, data, size, SRDMA_ICRC_LENIENT);
 
 	/* Give the datagram a right ICRC: the check must agree. */
 	if (size >= SRDMA_BTH_BYTES + SRDMA_ICRC_BYTES) {
@@ -108,6 +109,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		srdma_wire_put_icrc(copy + iov.iov_len,
 				    srdma_wire_icrc(&v4, &iov, 1));
 		CHECK(srdma_wire_icrc_check(&v4, copy, size));
+		CHECK(srdma_wire_icrc_verify(&v4, copy, size,
+					     SRDMA_ICRC_LENIENT) ==
+		      SRDMA_ICRC_OK);
 		free(copy);
 	}
 	return 0;
