@@ -330,8 +330,15 @@ static uint64_t round_trip(struct member *m, int n, int per, const char *what)
 			bth_dqpn(b, m[i].lid << SRDMA_QPN_SHIFT | (k + 2));
 			send_to_4791(fd4, fd6, k % 2, b, sizeof(b));
 			m[i].expect++;
-			if (k % 16 == 15)
+			if (k % 16 == 15) {
+				/* New flows: the kernel's fallback hashes
+				 * them to various members. */
 				sleep_ms(1);
+				close(fd4);
+				close(fd6);
+				fd4 = socket(AF_INET, SOCK_DGRAM, 0);
+				fd6 = socket(AF_INET6, SOCK_DGRAM, 0);
+			}
 		}
 	for (i = 0; i < n; i++) {
 		if (!m[i].alive)
@@ -357,6 +364,7 @@ static uint64_t round_trip(struct member *m, int n, int per, const char *what)
 static void test_several_processes(void **state)
 {
 	struct member m[5];
+	uint64_t fwd;
 	int i;
 
 	(void)state;
@@ -372,9 +380,12 @@ static void test_several_processes(void **state)
 	member_end(&m[1], 'q');
 	assert_int_equal(round_trip(m, 4, 200, "after a clean leave"), 0);
 	member_end(&m[0], 'k');
-	round_trip(m, 4, 200, "after a death");
-	/* The misdirected datagrams made a survivor repair the steering. */
-	assert_int_equal(round_trip(m, 4, 200, "after the repair"), 0);
+	fwd = round_trip(m, 4, 200, "after a death");
+	/* Misdirected datagrams (if the dead member's index was not the
+	 * last, many flows hash to the wrong survivor) made the survivor
+	 * that got them repair the steering. */
+	if (fwd)
+		assert_int_equal(round_trip(m, 4, 200, "after the repair"), 0);
 	member_start(&m[4]);
 	assert_int_equal(round_trip(m, 5, 200, "after a join"), 0);
 	for (i = 0; i < 5; i++)
