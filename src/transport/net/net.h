@@ -84,6 +84,10 @@ struct srdma_net_qp_stats {
 	_Atomic uint64_t rnr_sent, rnr_rcvd;
 	_Atomic uint64_t dups_rcvd;
 	_Atomic uint64_t drops[SRDMA_DROP_MAX];
+	/* PSNs for `srdma status`: the requester's next PSN to send and the
+	 * responder's expected PSN. qp_net.c sets them at RTS / RTR; req.c
+	 * and resp.c keep them current. */
+	_Atomic uint32_t sq_psn, rq_psn;
 };
 
 /*
@@ -113,6 +117,9 @@ struct srdma_net_qp {
 	_Atomic uint64_t deadline_ns;
 	struct srdma_net_qp_stats *st;	/* immutable pointer, never NULL
 					 * after srdma_net_qp_create() */
+	bool registered;		/* sq_lock: srdma_net_qp_register()
+					 * succeeded (qp_net.c) */
+	uint64_t st_off;		/* immutable: arena offset of *st */
 	/* endpoint.c bookkeeping */
 	_Atomic uint32_t refs;		/* dispatch pins */
 	struct srdma_net_qp *ep_next;	/* endpoint lock */
@@ -278,6 +285,22 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *w);
 /* Complete every queued or unacknowledged WQE with IBV_WC_WR_FLUSH_ERR.
  * Context: qp->sq_lock held (QP in ERR, or being destroyed). */
 void srdma_netreq_flush_locked(struct srdma_qp *qp);
+/*
+ * Test hooks of req.c (tests/unit/test_net_req.c), NULL in the library:
+ * when srdma_netreq_tx_hook is set, packets go to it instead of
+ * srdma_net_send(), srdma_net_kick() is not called and drops are counted
+ * by req.c itself, so the requester runs without an endpoint; when
+ * srdma_netreq_comp_hook is set, completions go to it instead of
+ * srdma_comp_req() (the QP is not moved to ERR by the engine). Set them
+ * before any net QP is used.
+ */
+extern int (*srdma_netreq_tx_hook)(struct srdma_net_qp *nq,
+				   const struct srdma_wire_path *p,
+				   const struct iovec *iov, int n);
+extern void (*srdma_netreq_comp_hook)(struct srdma_qp *qp, uint64_t wr_id,
+				      uint32_t wr_opcode, bool signaled,
+				      int status, uint32_t byte_len);
+
 /* Requester state of a QP: create at srdma_net_qp_create, free at destroy. */
 struct srdma_netreq *srdma_netreq_new(struct srdma_net_qp *nq);
 void srdma_netreq_free(struct srdma_netreq *r);
@@ -287,6 +310,19 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn);
 /* Responder state of a QP, likewise; RTR sets the expected PSN. */
 struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq);
 void srdma_netresp_free(struct srdma_netresp *r);
+/**
+ * srdma_netresp_reset() - forget the responder's state; expect @rq_psn
+ * next (RTR), or 0 (RESET). A WQE taken from an SRQ for an unfinished
+ * message completes with IBV_WC_WR_FLUSH_ERR.
+ * Context: sq_lock and resp_lock held.
+ */
 void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn);
+
+/*
+ * Test hook: when set, the responder hands what it would send to this
+ * function instead of srdma_net_send() (unit tests). NULL in production.
+ */
+extern int (*srdma_netresp_tx_hook)(struct srdma_net_qp *nq,
+				    const struct iovec *iov, int n);
 
 #endif
