@@ -152,8 +152,8 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
  * The UDP source port of every packet the endpoint sends: it sends from
  * its socket bound to 4791 (docs/design/net-endpoint.md). The ICRC covers
  * the source port, so a builder must use this value: srdma_net_qp_modify
- * writes it into nq->path.sport at RTR (srdma_net_qp_register also sets
- * it if it differs), and UD senders put it in the path of every packet.
+ * writes it into nq->path.sport at RTR, and UD senders put it in the path
+ * of every packet.
  * srdma_net_send refuses a path with another sport.
  */
 #define SRDMA_NET_SPORT SRDMA_ROCE_PORT
