@@ -633,6 +633,7 @@ static void *progress_thread(void *arg)
 	struct epoll_event ev[4];
 	uint64_t now, next;
 	struct timespec ts;
+	bool timed;
 	int n, i;
 
 	while (!atomic_load_explicit(&ep->stop, memory_order_acquire)) {
@@ -652,16 +653,16 @@ static void *progress_thread(void *arg)
 				next = f;
 		}
 		atomic_store(&ep->sleep_until, next ? next : UINT64_MAX);
-		if (next) {
+		timed = next != 0;
+		if (timed) {
 			now = srdma_net_now_ns();
 			next = next > now ? next - now : 0;
 			ts.tv_sec = (time_t)(next / 1000000000u);
 			ts.tv_nsec = (long)(next % 1000000000u);
 		}
-		n = epoll_pwait2(ep->epfd, ev, 4, next || ts.tv_sec ? &ts : NULL,
-				 NULL);
+		n = epoll_pwait2(ep->epfd, ev, 4, timed ? &ts : NULL, NULL);
 		if (n < 0 && errno == ENOSYS) {
-			int ms = next ? (int)((next + 999999) / 1000000) : -1;
+			int ms = timed ? (int)((next + 999999) / 1000000) : -1;
 
 			n = epoll_wait(ep->epfd, ev, 4, ms);
 		}
