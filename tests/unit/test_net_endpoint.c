@@ -383,6 +383,74 @@ static void test_dispatch(void **state)
 	assert_int_equal(srdma_context_close(b), 0);
 }
 
+/* ---- timers -------------------------------------------------------------- */
+
+static _Atomic int timer_calls;
+static _Atomic uint64_t timer_late_ns;	/* worst lateness seen */
+
+static _Atomic uint64_t timer_gap_ns;
+
+/* Fires 5 times, timer_gap_ns apart, then disarms. */
+static uint64_t timer_hook(struct srdma_net_qp *nq, uint64_t now)
+{
+	uint64_t due = atomic_load(&nq->deadline_ns), next;
+
+	if (now - due > timer_late_ns)
+		timer_late_ns = now - due;
+	/* A gap of 0: due again at once (the thread must not sleep). */
+	next = ++timer_calls < 5 ? now + timer_gap_ns : 0;
+	atomic_store(&nq->deadline_ns, next);
+	return next;
+}
+
+static void test_timers(void **state)
+{
+	struct srdma_net_ep_stats s;
+	struct srdma_context *ctx;
+	struct srdma_net_qp nq;
+	int round, i;
+
+	(void)state;
+	if (!have_netns)
+		skip();
+	assert_int_equal(srdma_context_open(srdma_device_get(), &ctx), 0);
+	assert_non_null(srdma_net_ctx_get(ctx));
+	srdma_net_timer_hook = timer_hook;
+	memset(&nq, 0, sizeof(nq));
+	nq.ctx = ctx;
+	nq.qpn = ctx->host.lid << SRDMA_QPN_SHIFT | 9;
+	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	/* Round 0: armed in the future, re-armed 20 ms on; round 1: already
+	 * due when armed, and due again at once each time. */
+	for (round = 0; round < 2; round++) {
+		timer_gap_ns = round ? 0 : 20000000u;
+		timer_calls = 0;
+		timer_late_ns = 0;
+		atomic_store(&nq.deadline_ns, srdma_net_now_ns() +
+			     (round ? 0 : 30000000u) - (round ? 1000 : 0));
+		srdma_net_kick(ctx, atomic_load(&nq.deadline_ns));
+		for (i = 0; i < 300 && timer_calls < 5; i++)
+			sleep_ms(10);
+		assert_int_equal(timer_calls, 5);
+		/* Not a tick too late (a loaded machine: generous), and
+		 * no spinning in between. */
+		print_message("timers: round %d, worst lateness %llu us\n",
+			      round,
+			      (unsigned long long)timer_late_ns / 1000);
+		assert_true(timer_late_ns < 500000000u);
+	}
+	srdma_net_ep_stats(ctx, &s);
+	print_message("timers: %llu wake-ups for 10 expiries\n",
+		      (unsigned long long)s.wakeups);
+	assert_true(s.wakeups < 100);
+	sleep_ms(100);
+	assert_int_equal(timer_calls, 5);	/* disarmed: no more */
+	srdma_net_qp_unregister(&nq);
+	srdma_net_timer_hook = NULL;
+	srdma_net_ctx_close(ctx);
+	assert_int_equal(srdma_context_close(ctx), 0);
+}
+
 /* ---- several processes ------------------------------------------------ */
 
 struct member {
@@ -563,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_open_close),
 		cmocka_unit_test(test_flood),
 		cmocka_unit_test(test_dispatch),
+		cmocka_unit_test(test_timers),
 		cmocka_unit_test(test_several_processes),
 	};
 

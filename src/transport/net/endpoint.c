@@ -104,6 +104,7 @@ struct srdma_net_ctx {
 	struct srdma_net_ctx *all_next;	/* eps_lock */
 };
 
+uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
 void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
 			     const struct srdma_pkt *pkt,
 			     const struct srdma_wire_path *from);
@@ -614,7 +615,8 @@ static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
 	}
 	pthread_mutex_unlock(&ep->lock);
 	for (i = 0; i < n; i++) {
-		d = srdma_netreq_timer(due[i], now);
+		d = srdma_net_timer_hook ? srdma_net_timer_hook(due[i], now) :
+					   srdma_netreq_timer(due[i], now);
 		if (d && (!next || d < next))
 			next = d;
 		qp_unpin(due[i]);

@@ -206,6 +206,9 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 extern void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
 				    const struct srdma_pkt *pkt,
 				    const struct srdma_wire_path *from);
+/* Tests only: when set, the timer scan calls this instead of
+ * srdma_netreq_timer(). */
+extern uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
 
 /**
  * srdma_net_ctx_get() - the context's endpoint, opened on first use:
