@@ -97,6 +97,7 @@ struct srdma_net_ctx {
 	size_t fout_len;
 	uint32_t fout_count, fout_lid;
 	uint64_t resteer_ns;		/* drain_lock: last srdma_demux_resteer */
+	bool poll_inline;		/* immutable: SRDMA_NET_INLINE != 0 */
 	struct srdma_pcap *pcap;	/* immutable: SRDMA_PCAP, or NULL */
 	struct srdma_netfault *fault;	/* immutable: SRDMA_NET_FAULT, or
 					 * NULL (its own lock) */
@@ -725,6 +726,8 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	ep->id.start_time = ctx->host.start_time;
 	ep->fork_gen = ctx->fork_gen;
 	ep->udp = ep->fwd = ep->evfd = ep->epfd = -1;
+	ep->poll_inline = !getenv("SRDMA_NET_INLINE") ||
+			  strcmp(getenv("SRDMA_NET_INLINE"), "0");
 	atomic_init(&ep->sleep_until, UINT64_MAX);
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->drain_lock, NULL);
@@ -1030,6 +1033,16 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 		pthread_mutex_unlock(&ep->timer_lock);
 	}
 	return n;
+}
+
+int srdma_net_poll(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = atomic_load_explicit(&ctx->net,
+							memory_order_acquire);
+
+	if (!ep || !ep->poll_inline)
+		return 0;
+	return srdma_net_progress(ctx, RX_BATCH);
 }
 
 void srdma_net_kick(struct srdma_context *ctx, uint64_t deadline_ns)

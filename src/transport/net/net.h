@@ -245,6 +245,13 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
  */
 int srdma_net_progress(struct srdma_context *ctx, int budget);
 
+/**
+ * srdma_net_poll() - srdma_net_progress() for ibv_poll_cq on an empty CQ,
+ * when @ctx has an endpoint and SRDMA_NET_INLINE is not 0; otherwise
+ * nothing (one atomic load). Return: datagrams handled.
+ */
+int srdma_net_poll(struct srdma_context *ctx);
+
 /* Wake the progress thread: a timer earlier than the one it sleeps on was
  * armed (deadline_ns lowered). Cheap when nothing changes. */
 void srdma_net_kick(struct srdma_context *ctx, uint64_t deadline_ns);
