@@ -980,7 +980,7 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 	/* Complete what the response implicitly acknowledges. */
 	for (;;) {
 		complete_ready(r);
-		if (r->err || r->head == r->cur) {
+		if (r->err || r->head == r->tail) {
 			drop(r, SRDMA_DROP_OTHER, "no WQE for the response");
 			return;
 		}
