@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "core/core.h"
@@ -47,11 +49,13 @@ static struct {
 	struct srdma_context *ctx;
 	struct srdma_pd *pd;
 	struct srdma_mr *mr;
+	struct srdma_mr *mr2;		/* post_wr's key when set */
 	struct srdma_cq *cq;
 	struct srdma_qp *qp;
 	struct srdma_net_qp *nq;
 	struct srdma_net_qp_stats st;
 	uint8_t *buf;			/* registered, BUFSZ */
+	uint8_t *base;			/* post_wr's offsets: buf, or else */
 	struct cap_pkt *pk;		/* captured packets */
 	int npk;
 	struct comp c[256];
@@ -179,6 +183,8 @@ static void env_down(void)
 	assert_int_equal(srdma_qp_destroy(E.qp), 0);
 	assert_int_equal(srdma_cq_destroy(E.cq), 0);
 	assert_int_equal(srdma_mr_dereg(&E.mr->ibmr), 0);
+	if (E.mr2)
+		assert_int_equal(srdma_mr_dereg(&E.mr2->ibmr), 0);
 	assert_int_equal(srdma_pd_dealloc(E.pd), 0);
 	assert_int_equal(srdma_context_close(E.ctx), 0);
 	free(E.buf);
@@ -201,9 +207,9 @@ static int post_wr(uint64_t wr_id, uint32_t op, uint32_t off, uint32_t len,
 	w->send_flags = flags | IBV_SEND_SIGNALED;
 	w->num_sge = 1;
 	w->sge = w->sge_buf;
-	w->sge[0].addr = (uintptr_t)E.buf + off;
+	w->sge[0].addr = (uintptr_t)(E.base ? E.base : E.buf) + off;
 	w->sge[0].length = len;
-	w->sge[0].lkey = E.mr->ibmr.lkey;
+	w->sge[0].lkey = (E.mr2 ? E.mr2 : E.mr)->ibmr.lkey;
 	w->remote_addr = raddr;
 	w->rkey = 0xabcd;
 	w->imm = htobe32(0x5a5a0001);
@@ -813,7 +819,7 @@ static void test_ud(void **state)
 	w->wr_id = 1;
 	assert_int_equal(srdma_netreq_post(E.qp, w), 0);
 	w->wr_id = 2;
-	w->sge[0].length = 2000;	/* > MTU: "sent", no packet */
+	w->sge[0].length = 5000;	/* > MTU: "sent", no packet */
 	assert_int_equal(srdma_netreq_post(E.qp, w), 0);
 	pthread_mutex_unlock(&E.qp->sq_lock);
 	assert_int_equal(E.npk, 1);
@@ -826,7 +832,7 @@ static void test_ud(void **state)
 	assert_int_equal(E.nc, 2);
 	assert_int_equal(E.c[0].status, IBV_WC_SUCCESS);
 	assert_int_equal(E.c[1].status, IBV_WC_SUCCESS);
-	assert_int_equal(E.c[1].len, 2000);
+	assert_int_equal(E.c[1].len, 5000);
 	env_down();
 	free(w);
 }
@@ -843,6 +849,137 @@ static void test_send_failure_recovered(void **state)
 	ack(0);
 	assert_int_equal(E.nc, 1);
 	assert_int_equal(E.c[0].status, IBV_WC_SUCCESS);
+	env_down();
+}
+
+
+static void test_multi_sge_gather_and_scatter(void **state)
+{
+	static const uint32_t off[3] = { 100, 5000, 9000 }, len[3] = {
+		700, 1500, 900 };
+	struct srdma_swqe *w = calloc(1, sizeof(*w) + 3 * sizeof(struct ibv_sge));
+	uint8_t want[3100], got[3100];
+	uint32_t i, j, n = 0;
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	for (i = 0; i < 12000; i++)
+		E.buf[i] = (uint8_t)(i * 31 + 7);
+	w->wr_id = 1;
+	w->opcode = IBV_WR_SEND;
+	w->num_sge = 3;
+	w->sge = w->sge_buf;
+	for (i = 0; i < 3; i++) {
+		w->sge[i].addr = (uintptr_t)E.buf + off[i];
+		w->sge[i].length = len[i];
+		w->sge[i].lkey = E.mr->ibmr.lkey;
+		for (j = 0; j < len[i]; j++)
+			want[n++] = E.buf[off[i] + j];
+	}
+	pthread_mutex_lock(&E.qp->sq_lock);
+	assert_int_equal(srdma_netreq_post(E.qp, w), 0);
+	pthread_mutex_unlock(&E.qp->sq_lock);
+	assert_int_equal(E.npk, 4);
+	for (i = 0, n = 0; i < 4; i++) {
+		memcpy(got + n, E.pk[i].p.payload, E.pk[i].p.paylen);
+		n += E.pk[i].p.paylen;
+	}
+	assert_int_equal(n, 3100);
+	assert_memory_equal(got, want, 3100);
+	ack(3);
+	assert_int_equal(E.nc, 1);
+
+	/* A READ scatters into the same three pieces. */
+	for (i = 0; i < 3100; i++)
+		want[i] = (uint8_t)(255 - i);
+	w->wr_id = 2;
+	w->opcode = IBV_WR_RDMA_READ;
+	pthread_mutex_lock(&E.qp->sq_lock);
+	assert_int_equal(srdma_netreq_post(E.qp, w), 0);
+	pthread_mutex_unlock(&E.qp->sq_lock);
+	respond(SRDMA_OP_READ_RESP_FIRST, 4, SRDMA_AETH_ACK, want, 1024, 0);
+	respond(SRDMA_OP_READ_RESP_MIDDLE, 5, 0, want + 1024, 1024, 0);
+	respond(SRDMA_OP_READ_RESP_MIDDLE, 6, 0, want + 2048, 1024, 0);
+	respond(SRDMA_OP_READ_RESP_LAST, 7, SRDMA_AETH_ACK, want + 3072, 28,
+		0);
+	assert_int_equal(E.nc, 2);
+	assert_int_equal(E.c[1].status, IBV_WC_SUCCESS);
+	for (i = 0, n = 0; i < 3; i++) {
+		assert_memory_equal(E.buf + off[i], want + n, len[i]);
+		n += len[i];
+	}
+	env_down();
+	free(w);
+}
+
+/* An MR over 4 fresh pages whose upper two the application unmaps after
+ * registering; post_wr addresses it from now on. */
+static uint8_t *half_unmapped_mr(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct srdma_mr_args a = { .access = IBV_ACCESS_LOCAL_WRITE,
+				   .dmabuf_fd = -1 };
+	uint8_t *m;
+
+	m = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(m != MAP_FAILED);
+	a.addr = m;
+	a.length = 4 * pg;
+	a.iova = (uintptr_t)m;
+	assert_int_equal(srdma_mr_reg(&E.pd->ibpd, &a, &E.mr2), 0);
+	munmap(m + 2 * pg, 2 * pg);	/* the application's mistake */
+	E.base = m;
+	return m;
+}
+
+static void test_unmapped_memory_is_an_error(void **state)
+{
+	uint32_t pg = (uint32_t)sysconf(_SC_PAGESIZE);
+	uint8_t *m;
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	m = half_unmapped_mr();
+	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 100, 0, 0), 0);
+	assert_int_equal(E.npk, 1);
+	/* Its second packet would read the unmapped pages. */
+	assert_int_equal(post_wr(2, IBV_WR_SEND, 2 * pg - 1024, 2048, 0, 0),
+			 0);
+	assert_int_equal(post_wr(3, IBV_WR_SEND, 0, 8, 0, 0), 0);
+	ack(0);
+	assert_int_equal(E.nc, 3);
+	assert_int_equal(E.c[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(E.c[1].status, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(E.c[2].status, IBV_WC_WR_FLUSH_ERR);
+	env_down();
+	munmap(m, 2 * pg);
+
+	/* A READ response into unmapped memory: an error too. */
+	env_up(IBV_QPT_RC, 1024, 0);
+	m = half_unmapped_mr();
+	assert_int_equal(post_wr(1, IBV_WR_RDMA_READ, 2 * pg - 1024, 2048, 0,
+				 0x1000), 0);
+	respond(SRDMA_OP_READ_RESP_FIRST, 0, SRDMA_AETH_ACK, E.pk, 1024, 0);
+	assert_int_equal(E.nc, 0);
+	respond(SRDMA_OP_READ_RESP_LAST, 1, SRDMA_AETH_ACK, E.pk, 1024, 0);
+	assert_int_equal(E.nc, 1);
+	assert_int_equal(E.c[0].status, IBV_WC_LOC_PROT_ERR);
+	env_down();
+	munmap(m, 2 * pg);
+}
+
+static void test_local_inv_failure_in_order(void **state)
+{
+	env_up(IBV_QPT_RC, 1024, 0);
+	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 8, 0, 0), 0);
+	assert_int_equal(post_wr(2, IBV_WR_LOCAL_INV, 0, 0, 0, 0), 0);
+	assert_int_equal(post_wr(3, IBV_WR_SEND, 0, 8, 0, 0), 0);
+	assert_int_equal(E.npk, 1);	/* stops at the failed LOCAL_INV */
+	assert_int_equal(E.nc, 0);
+	ack(0);
+	assert_int_equal(E.nc, 3);
+	assert_int_equal(E.c[1].status, IBV_WC_LOC_QP_OP_ERR);
+	assert_int_equal(E.c[1].op, IBV_WR_LOCAL_INV);
+	assert_int_equal(E.c[2].status, IBV_WC_WR_FLUSH_ERR);
 	env_down();
 }
 
@@ -869,6 +1006,9 @@ int main(void)
 		cmocka_unit_test(test_uc_completes_when_sent),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_send_failure_recovered),
+		cmocka_unit_test(test_multi_sge_gather_and_scatter),
+		cmocka_unit_test(test_unmapped_memory_is_an_error),
+		cmocka_unit_test(test_local_inv_failure_in_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

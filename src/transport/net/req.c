@@ -183,10 +183,13 @@ static uint32_t last_psn(const struct nr_wqe *w)
 	return (w->first_psn + w->npkts - 1) & NR_PSN_MASK;
 }
 
-/* Path MTU in bytes (qp_net.c sets it at RTR; 1024 before). */
+/* Path MTU in bytes: RC/UC as set at RTR (qp_net.c), UD the port's
+ * active MTU (as rxe: a UD QP has no path). */
 static uint32_t nr_mtu(const struct srdma_netreq *r)
 {
-	return r->nq->mtu >= 256 ? r->nq->mtu : 1024;
+	if (r->qp->type == IBV_QPT_UD)
+		return 128u << srdma_gid_active_mtu(&r->qp->ctx->gids);
+	return r->nq->mtu >= 256 && r->nq->mtu <= 4096 ? r->nq->mtu : 1024;
 }
 
 static bool outstanding(const struct srdma_netreq *r)
@@ -257,20 +260,21 @@ static void arm_rto(struct srdma_netreq *r, uint64_t now, bool restart)
 /* ---- memory ------------------------------------------------------------------- */
 
 /*
- * Copy between @buf and bytes [off, off + len) of @w's SGEs: gather
- * (@to_sge false, access 0) or scatter (@to_sge true, LOCAL_WRITE). Every
- * SGE piece is checked with the one key check and held while copied;
- * the copy goes through the kernel (process_vm_readv/writev on
- * ourselves), so an unmapped page is an error, not a signal.
+ * Copy between the @nl buffers @liov (@len bytes in all) and bytes
+ * [off, off + len) of @w's SGEs: gather (@to_sge false, access 0) or
+ * scatter (@to_sge true, LOCAL_WRITE). Every SGE piece is checked with
+ * the one key check and held while copied; the copy is one system call
+ * (process_vm_readv/writev on ourselves), so an unmapped page is an
+ * error, not a signal, and a batch of packets costs one call.
  * Return: 0, -EACCES (key check) or -EFAULT (memory).
  */
-static int sge_copy(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
-		    uint8_t *buf, uint64_t len, bool to_sge)
+static int sge_copyv(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
+		     const struct iovec *liov, uint32_t nl, uint64_t len,
+		     bool to_sge)
 {
 	struct srdma_qp *qp = r->qp;
 	struct srdma_key_ref ref[SRDMA_MAX_SGE];
 	struct iovec riov[SRDMA_MAX_SGE];
-	struct iovec liov = { buf, len };
 	struct srdma_key_view v;
 	uint32_t i, n = 0;
 	uint64_t want = len;
@@ -282,7 +286,11 @@ static int sge_copy(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 	if (w->inl) {
 		if (to_sge)
 			return -EACCES;
-		memcpy(buf, w->inl + off, len);
+		for (i = 0; i < nl; i++) {
+			memcpy(liov[i].iov_base, w->inl + off,
+			       liov[i].iov_len);
+			off += liov[i].iov_len;
+		}
 		return 0;
 	}
 	srdma_kt_view(&qp->ctx->kt, &v);
@@ -319,9 +327,9 @@ static int sge_copy(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 		goto out;
 	}
 	if (to_sge)
-		got = process_vm_writev(getpid(), &liov, 1, riov, n, 0);
+		got = process_vm_writev(getpid(), liov, nl, riov, n, 0);
 	else
-		got = process_vm_readv(getpid(), &liov, 1, riov, n, 0);
+		got = process_vm_readv(getpid(), liov, nl, riov, n, 0);
 	if (got != (ssize_t)want) {
 		srdma_dbg("QP %#x wr_id %#llx: local memory not %s",
 			  qpn(r), (unsigned long long)w->wr_id,
@@ -332,6 +340,14 @@ out:
 	for (i = 0; i < n; i++)
 		srdma_key_release(&ref[i]);
 	return ret;
+}
+
+static int sge_copy(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
+		    uint8_t *buf, uint64_t len, bool to_sge)
+{
+	struct iovec liov = { buf, len };
+
+	return sge_copyv(r, w, off, &liov, 1, len, to_sge);
 }
 
 /* Check every SGE of @w whole (at start: a bad key fails the WQE before a
@@ -475,43 +491,48 @@ static void nr_tx_flush(struct srdma_netreq *r)
 	r->ntx = 0;
 }
 
-/*
- * Build one packet of @w into the batch: headers from @pkt, then @paylen
- * bytes of payload from @w at @off, pad, ICRC over exactly what is sent.
- * Return: 0, or -EACCES/-EFAULT from the gather (nothing queued).
- */
-static int nr_tx_pkt(struct srdma_netreq *r, struct nr_wqe *w,
-		     struct srdma_pkt *pkt, const struct srdma_wire_path *path,
-		     uint64_t off, uint32_t paylen)
+/* Write the headers of @pkt (@paylen bytes of payload to follow) into
+ * batch slot @i. Return: the header length (0: opcode unknown). */
+static uint32_t tx_hdr(struct srdma_netreq *r, uint32_t i,
+		       struct srdma_pkt *pkt, uint32_t paylen)
 {
-	uint8_t *b;
-	uint32_t hl, pad = srdma_wire_pad(paylen), len;
-	struct iovec iov;
-	int e;
-
-	if (r->ntx == NR_BATCH)
-		nr_tx_flush(r);
-	b = r->txbuf + (size_t)r->ntx * NR_PKT_MAX;
 	pkt->paylen = paylen;
-	pkt->padcnt = (uint8_t)pad;
+	pkt->padcnt = (uint8_t)srdma_wire_pad(paylen);
 	pkt->pkey = SRDMA_DEFAULT_PKEY;
-	hl = srdma_wire_build(b, pkt);
-	if (!hl)
-		return -EINVAL;
-	e = sge_copy(r, w, off, b + hl, paylen, false);
-	if (e)
-		return e;
+	return srdma_wire_build(r->txbuf + (size_t)i * NR_PKT_MAX, pkt);
+}
+
+/* Batch slot r->ntx holds headers (@hl bytes) and payload: add the pad
+ * and the ICRC over exactly what is sent, and queue it. */
+static void tx_finish(struct srdma_netreq *r, uint32_t hl, uint32_t paylen,
+		      uint32_t psn, const struct srdma_wire_path *path)
+{
+	uint8_t *b = r->txbuf + (size_t)r->ntx * NR_PKT_MAX;
+	uint32_t pad = srdma_wire_pad(paylen), len = hl + paylen + pad;
+	struct iovec iov = { b, len };
+
 	memset(b + hl + paylen, 0, pad);
-	len = hl + paylen + pad;
-	iov.iov_base = b;
-	iov.iov_len = len;
 	srdma_wire_put_icrc(b + len, srdma_wire_icrc(path, &iov, 1));
 	r->txlen[r->ntx] = len + SRDMA_ICRC_BYTES;
 	r->txpath[r->ntx] = path;
 	r->ntx++;
 	if (r->qp->type != IBV_QPT_UD && r->hi_valid &&
-	    srdma_psn_cmp(pkt->psn, r->hi_psn) < 0)
+	    srdma_psn_cmp(psn, r->hi_psn) < 0)
 		count(&r->nq->st->retransmits, 1);
+}
+
+/* One packet without payload (READ request, atomic) into the batch. */
+static int nr_tx_pkt(struct srdma_netreq *r, struct srdma_pkt *pkt,
+		     const struct srdma_wire_path *path)
+{
+	uint32_t hl;
+
+	if (r->ntx == NR_BATCH)
+		nr_tx_flush(r);
+	hl = tx_hdr(r, r->ntx, pkt, 0);
+	if (!hl)
+		return -EINVAL;
+	tx_finish(r, hl, 0, pkt->psn, path);
 	return 0;
 }
 
@@ -577,47 +598,77 @@ static bool want_ack(struct srdma_netreq *r, bool last)
 	return false;
 }
 
-/* Send the next packet of data WQE @w. Return 0 or -errno (gather). */
-static int send_data_pkt(struct srdma_netreq *r, struct nr_wqe *w)
+/*
+ * Send up to @max next packets of data WQE @w (SEND, WRITE, UD SEND):
+ * headers into consecutive batch slots, then the payload of all of them
+ * gathered with one key-checked copy, then pad and ICRC each.
+ * Return: 0 or -errno (gather failed: nothing queued).
+ */
+static int send_data_pkts(struct srdma_netreq *r, struct nr_wqe *w,
+			  uint32_t max)
 {
 	struct srdma_net_qp *nq = r->nq;
-	struct srdma_pkt pkt = { 0 };
-	uint32_t k = w->next_pkt, mtu = nr_mtu(r);
-	uint64_t off = (uint64_t)k * mtu;
-	uint32_t paylen = (uint32_t)(w->len - off < mtu ? w->len - off : mtu);
-	bool last = k + 1 == w->npkts;
 	const struct srdma_wire_path *path = &nq->path;
+	struct iovec liov[NR_BATCH];
+	uint32_t hl[NR_BATCH], plen[NR_BATCH], psn[NR_BATCH];
+	uint32_t mtu = nr_mtu(r), n, i, k;
+	uint64_t off0, total = 0;
 	int e;
 
-	if (!w->len)
-		paylen = 0;
-	pkt.opcode = tr_bits(r) | data_opcode(w, k);
-	pkt.psn = (w->first_psn + k) & NR_PSN_MASK;
-	pkt.dqpn = nq->dqpn;
-	pkt.hdrs = srdma_wire_hdrs(pkt.opcode);
-	if (pkt.hdrs & SRDMA_HDR_RETH) {
-		pkt.va = w->remote_addr;
-		pkt.rkey = w->rkey;
-		pkt.dma_len = (uint32_t)w->len;
+	if (r->ntx == NR_BATCH)
+		nr_tx_flush(r);
+	n = w->npkts - w->next_pkt;
+	if (n > max)
+		n = max;
+	if (n > NR_BATCH - r->ntx)
+		n = NR_BATCH - r->ntx;
+	off0 = (uint64_t)w->next_pkt * mtu;
+	for (i = 0; i < n; i++) {
+		struct srdma_pkt pkt = { 0 };
+		bool last;
+
+		k = w->next_pkt + i;
+		last = k + 1 == w->npkts;
+		plen[i] = (uint32_t)(w->len - (uint64_t)k * mtu < mtu ?
+					     w->len - (uint64_t)k * mtu :
+					     mtu);
+		pkt.opcode = tr_bits(r) | data_opcode(w, k);
+		pkt.psn = psn[i] = (w->first_psn + k) & NR_PSN_MASK;
+		pkt.dqpn = nq->dqpn;
+		pkt.hdrs = srdma_wire_hdrs(pkt.opcode);
+		if (pkt.hdrs & SRDMA_HDR_RETH) {
+			pkt.va = w->remote_addr;
+			pkt.rkey = w->rkey;
+			pkt.dma_len = (uint32_t)w->len;
+		}
+		if (pkt.hdrs & SRDMA_HDR_IMMDT)
+			pkt.imm = w->imm;
+		if (pkt.hdrs & SRDMA_HDR_IETH)
+			pkt.inv_rkey = w->imm;
+		if (pkt.hdrs & SRDMA_HDR_DETH) {
+			pkt.qkey = w->ud_qkey;
+			pkt.src_qp = qpn(r);
+			pkt.dqpn = w->ud_qpn;
+			path = &w->ud_path;
+		}
+		if (last && (w->send_flags & IBV_SEND_SOLICITED) &&
+		    w->opcode != IBV_WR_RDMA_WRITE)
+			pkt.se = true;
+		pkt.ackreq = want_ack(r, last);
+		hl[i] = tx_hdr(r, r->ntx + i, &pkt, plen[i]);
+		if (!hl[i])
+			return -EINVAL;
+		liov[i].iov_base = r->txbuf + (size_t)(r->ntx + i) * NR_PKT_MAX +
+				   hl[i];
+		liov[i].iov_len = plen[i];
+		total += plen[i];
 	}
-	if (pkt.hdrs & SRDMA_HDR_IMMDT)
-		pkt.imm = w->imm;
-	if (pkt.hdrs & SRDMA_HDR_IETH)
-		pkt.inv_rkey = w->imm;
-	if (pkt.hdrs & SRDMA_HDR_DETH) {
-		pkt.qkey = w->ud_qkey;
-		pkt.src_qp = qpn(r);
-		pkt.dqpn = w->ud_qpn;
-		path = &w->ud_path;
-	}
-	if (last && (w->send_flags & IBV_SEND_SOLICITED) &&
-	    w->opcode != IBV_WR_RDMA_WRITE)
-		pkt.se = true;
-	pkt.ackreq = want_ack(r, last);
-	e = nr_tx_pkt(r, w, &pkt, path, off, paylen);
+	e = sge_copyv(r, w, off0, liov, n, total, false);
 	if (e)
 		return e;
-	w->next_pkt++;
+	for (i = 0; i < n; i++)
+		tx_finish(r, hl[i], plen[i], psn[i], path);
+	w->next_pkt += n;
 	return 0;
 }
 
@@ -637,7 +688,7 @@ static int send_read_req(struct srdma_netreq *r, struct nr_wqe *w)
 	pkt.dma_len = (uint32_t)(w->len - w->rd_done);
 	pkt.ackreq = want_ack(r, true);
 	w->rd_req_psn = pkt.psn;
-	return nr_tx_pkt(r, w, &pkt, &nq->path, 0, 0);
+	return nr_tx_pkt(r, &pkt, &nq->path);
 }
 
 static int send_atomic(struct srdma_netreq *r, struct nr_wqe *w)
@@ -660,7 +711,7 @@ static int send_atomic(struct srdma_netreq *r, struct nr_wqe *w)
 		pkt.swap_add = w->compare_add;
 	}
 	pkt.ackreq = want_ack(r, true);
-	return nr_tx_pkt(r, w, &pkt, &nq->path, 0, 0);
+	return nr_tx_pkt(r, &pkt, &nq->path);
 }
 
 /* Run local operation @w (LOCAL_INV, BIND_MW) when the sender reaches it. */
@@ -758,7 +809,11 @@ static void nr_send(struct srdma_netreq *r, uint64_t now)
 			w->done = true;
 			r->cur++;
 		} else {
-			e = send_data_pkt(r, w);
+			uint32_t room = rc ? NR_WINDOW - psn_dist(r->psn,
+								  r->comp_psn) :
+					     NR_BATCH;
+
+			e = send_data_pkts(r, w, room);
 			if (!e) {
 				r->psn = (w->first_psn + w->next_pkt) &
 					 NR_PSN_MASK;
