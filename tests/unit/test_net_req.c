@@ -28,7 +28,7 @@
 #include "transport/net/wire.h"
 
 #define MAXPKT 1024
-#define BUFSZ (1u << 20)
+#define BUFSZ  (1u << 20)
 
 struct cap_pkt {
 	uint8_t buf[4200];
@@ -49,14 +49,14 @@ static struct {
 	struct srdma_context *ctx;
 	struct srdma_pd *pd;
 	struct srdma_mr *mr;
-	struct srdma_mr *mr2;		/* post_wr's key when set */
+	struct srdma_mr *mr2; /* post_wr's key when set */
 	struct srdma_cq *cq;
 	struct srdma_qp *qp;
 	struct srdma_net_qp *nq;
 	struct srdma_net_qp_stats st;
-	uint8_t *buf;			/* registered, BUFSZ */
-	uint8_t *base;			/* post_wr's offsets: buf, or else */
-	struct cap_pkt *pk;		/* captured packets */
+	uint8_t *buf;	    /* registered, BUFSZ */
+	uint8_t *base;	    /* post_wr's offsets: buf, or else */
+	struct cap_pkt *pk; /* captured packets */
 	int npk;
 	struct comp c[256];
 	int nc;
@@ -92,7 +92,7 @@ static void comp_hook(struct srdma_qp *qp, uint64_t wr_id, uint32_t op,
 {
 	assert_ptr_equal(qp, E.qp);
 	assert_true(E.nc < 256);
-	E.c[E.nc++] = (struct comp){ wr_id, op, signaled, status, len };
+	E.c[E.nc++] = (struct comp){wr_id, op, signaled, status, len};
 }
 
 static void gid4(uint8_t *g, uint8_t last)
@@ -112,8 +112,8 @@ static void env_up(enum ibv_qp_type type, uint32_t mtu, uint32_t sq_psn)
 		.access = IBV_ACCESS_LOCAL_WRITE,
 		.dmabuf_fd = -1,
 	};
-	struct srdma_cq_args ca = { .cqe = 64 };
-	struct ibv_qp_init_attr_ex qa = { 0 };
+	struct srdma_cq_args ca = {.cqe = 64};
+	struct ibv_qp_init_attr_ex qa = {0};
 	struct srdma_net_qp *nq;
 
 	memset(&E, 0, sizeof(E));
@@ -193,7 +193,8 @@ static void env_down(void)
 	srdma_netreq_comp_hook = NULL;
 }
 
-/* ---- posting and responding ------------------------------------------------- */
+/* ---- posting and responding -------------------------------------------------
+ */
 
 static int post_wr(uint64_t wr_id, uint32_t op, uint32_t off, uint32_t len,
 		   uint32_t flags, uint64_t raddr)
@@ -226,7 +227,7 @@ static int post_wr(uint64_t wr_id, uint32_t op, uint32_t off, uint32_t len,
 static void respond(uint8_t op, uint32_t psn, uint8_t syndrome,
 		    const void *payload, uint32_t paylen, uint64_t orig)
 {
-	struct srdma_pkt p = { 0 };
+	struct srdma_pkt p = {0};
 	struct srdma_wire_path from = E.nq->path;
 
 	memcpy(from.sip, E.nq->path.dip, 16);
@@ -257,7 +258,8 @@ static uint64_t later(uint64_t ns)
 	return srdma_now_ns() + ns;
 }
 
-/* ---- tests ------------------------------------------------------------------- */
+/* ---- tests
+ * ------------------------------------------------------------------- */
 
 static void test_send_segmentation(void **state)
 {
@@ -268,7 +270,8 @@ static void test_send_segmentation(void **state)
 		E.buf[i] = (uint8_t)(i * 7);
 	/* 2501 bytes: FIRST 1024, MIDDLE 1024, LAST 453 + pad 3. */
 	assert_int_equal(post_wr(1, IBV_WR_SEND_WITH_IMM, 0, 2501,
-				 IBV_SEND_SOLICITED, 0), 0);
+				 IBV_SEND_SOLICITED, 0),
+			 0);
 	assert_int_equal(E.npk, 3);
 	assert_int_equal(E.pk[0].p.opcode, SRDMA_OP_SEND_FIRST);
 	assert_int_equal(E.pk[1].p.opcode, SRDMA_OP_SEND_MIDDLE);
@@ -306,15 +309,15 @@ static void test_send_segmentation(void **state)
 	/* Small ones: WRITE_IMM ONLY (RETH + ImmDt), zero-length SEND,
 	 * inline SEND, SEND_WITH_INV (IETH). */
 	assert_int_equal(post_wr(3, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 10,
-				 IBV_SEND_SOLICITED, 0x9000), 0);
+				 IBV_SEND_SOLICITED, 0x9000),
+			 0);
 	assert_int_equal(E.pk[6].p.opcode, SRDMA_OP_WRITE_ONLY_IMM);
 	assert_int_equal(E.pk[6].p.dma_len, 10);
 	assert_true(E.pk[6].p.se);
 	assert_int_equal(post_wr(4, IBV_WR_SEND, 0, 0, 0, 0), 0);
 	assert_int_equal(E.pk[7].p.opcode, SRDMA_OP_SEND_ONLY);
 	assert_int_equal(E.pk[7].p.paylen, 0);
-	assert_int_equal(post_wr(5, IBV_WR_SEND, 8, 20, IBV_SEND_INLINE, 0),
-			 0);
+	assert_int_equal(post_wr(5, IBV_WR_SEND, 8, 20, IBV_SEND_INLINE, 0), 0);
 	assert_int_equal(E.pk[8].p.paylen, 20);
 	assert_memory_equal(E.pk[8].p.payload, E.buf + 8, 20);
 	assert_int_equal(post_wr(6, IBV_WR_SEND_WITH_INV, 0, 4, 0, 0), 0);
@@ -339,7 +342,7 @@ static void test_ackreq_every_64_and_window(void **state)
 {
 	int i, run = 0;
 
-	env_up(IBV_QPT_RC, 256, 0xfffff0);	/* PSNs wrap */
+	env_up(IBV_QPT_RC, 256, 0xfffff0); /* PSNs wrap */
 	/* 200 packets: only 128 go out (the window). */
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 200 * 256, 0, 0), 0);
 	assert_int_equal(E.npk, 128);
@@ -369,10 +372,10 @@ static void test_ack_partial_and_order(void **state)
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 100, 0, 0), 0);
 	assert_int_equal(post_wr(2, IBV_WR_SEND, 0, 2048, 0, 0), 0);
 	assert_int_equal(post_wr(3, IBV_WR_SEND, 0, 100, 0, 0), 0);
-	ack(1);				/* first packet of wr 2 */
+	ack(1); /* first packet of wr 2 */
 	assert_int_equal(E.nc, 1);
 	assert_int_equal(E.c[0].wr_id, 1);
-	ack(1);				/* duplicate: dropped */
+	ack(1); /* duplicate: dropped */
 	assert_int_equal(drops(SRDMA_DROP_DUP), 1);
 	ack(3);
 	assert_int_equal(E.nc, 3);
@@ -460,7 +463,7 @@ static void test_timeout_retry_exhaustion(void **state)
 	int i;
 
 	env_up(IBV_QPT_RC, 1024, 0);
-	E.qp->attr.timeout = 10;	/* 4.19 ms */
+	E.qp->attr.timeout = 10; /* 4.19 ms */
 	E.qp->attr.retry_cnt = 2;
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 1500, 0, 0), 0);
 	assert_int_equal(post_wr(2, IBV_WR_SEND, 0, 8, 0, 0), 0);
@@ -468,15 +471,14 @@ static void test_timeout_retry_exhaustion(void **state)
 	assert_true(atomic_load(&E.nq->deadline_ns) >= t + 4000000);
 	/* First packet acknowledged: the timeout resends only the rest. */
 	ack(0);
-	srdma_netreq_timer(E.nq, t + 1000000);	/* not yet */
+	srdma_netreq_timer(E.nq, t + 1000000); /* not yet */
 	assert_int_equal(E.npk, 3);
 	for (i = 1; i <= 2; i++) {
 		t += 10000000;
 		srdma_netreq_timer(E.nq, later(10000000ull * i));
 		assert_int_equal(E.npk, 3 + 2 * i);
 		assert_int_equal(E.pk[1 + 2 * i].p.psn, 1);
-		assert_int_equal(E.pk[1 + 2 * i].p.opcode,
-				 SRDMA_OP_SEND_LAST);
+		assert_int_equal(E.pk[1 + 2 * i].p.opcode, SRDMA_OP_SEND_LAST);
 		assert_int_equal(E.pk[2 + 2 * i].p.psn, 2);
 	}
 	assert_int_equal(E.nc, 0);
@@ -496,8 +498,7 @@ static void test_timeout_zero_never(void **state)
 	E.qp->attr.timeout = 0;
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 8, 0, 0), 0);
 	assert_int_equal(atomic_load(&E.nq->deadline_ns), 0);
-	assert_int_equal(srdma_netreq_timer(E.nq, later(1000000000000ull)),
-			 0);
+	assert_int_equal(srdma_netreq_timer(E.nq, later(1000000000000ull)), 0);
 	assert_int_equal(E.npk, 1);
 	assert_int_equal(E.nc, 0);
 	env_down();
@@ -541,9 +542,9 @@ static void test_read_placement_and_retry(void **state)
 	assert_int_equal(E.pk[2].p.psn, 51);
 	assert_int_equal(E.pk[2].p.va, 0x10000 + 1024);
 	assert_int_equal(E.pk[2].p.dma_len, 2500 - 1024);
-	assert_int_equal(E.pk[3].p.psn, 53);	/* and the SEND again */
-	respond(SRDMA_OP_READ_RESP_FIRST, 51, SRDMA_AETH_ACK, data + 1024,
-		1024, 0);
+	assert_int_equal(E.pk[3].p.psn, 53); /* and the SEND again */
+	respond(SRDMA_OP_READ_RESP_FIRST, 51, SRDMA_AETH_ACK, data + 1024, 1024,
+		0);
 	respond(SRDMA_OP_READ_RESP_LAST, 52, SRDMA_AETH_ACK, data + 2048, 452,
 		0);
 	assert_int_equal(E.nc, 1);
@@ -557,7 +558,7 @@ static void test_read_placement_and_retry(void **state)
 
 static void test_implied_nak(void **state)
 {
-	static uint8_t data[16] = { 1, 2, 3 };
+	static uint8_t data[16] = {1, 2, 3};
 
 	env_up(IBV_QPT_RC, 1024, 0);
 	assert_int_equal(post_wr(1, IBV_WR_RDMA_READ, 0, 16, 0, 0x2000), 0);
@@ -586,10 +587,10 @@ static void test_atomic(void **state)
 	uint64_t v;
 
 	env_up(IBV_QPT_RC, 1024, 7);
-	assert_int_equal(post_wr(1, IBV_WR_ATOMIC_CMP_AND_SWP, 64, 8, 0,
-				 0x3000), 0);
-	assert_int_equal(post_wr(2, IBV_WR_ATOMIC_FETCH_AND_ADD, 72, 8, 0,
-				 0x3008), 0);
+	assert_int_equal(
+		post_wr(1, IBV_WR_ATOMIC_CMP_AND_SWP, 64, 8, 0, 0x3000), 0);
+	assert_int_equal(
+		post_wr(2, IBV_WR_ATOMIC_FETCH_AND_ADD, 72, 8, 0, 0x3008), 0);
 	assert_int_equal(E.npk, 2);
 	assert_int_equal(E.pk[0].p.opcode, SRDMA_OP_CMP_SWAP);
 	assert_int_equal(E.pk[0].p.swap_add, 9);
@@ -622,7 +623,7 @@ static void test_max_rd_atomic(void **state)
 	assert_int_equal(post_wr(1, IBV_WR_RDMA_READ, 0, 8, 0, 0x1000), 0);
 	assert_int_equal(post_wr(2, IBV_WR_RDMA_READ, 8, 8, 0, 0x1000), 0);
 	assert_int_equal(post_wr(3, IBV_WR_SEND, 0, 8, 0, 0), 0);
-	assert_int_equal(E.npk, 1);	/* the second READ waits */
+	assert_int_equal(E.npk, 1); /* the second READ waits */
 	respond(SRDMA_OP_READ_RESP_ONLY, 0, SRDMA_AETH_ACK, d, 8, 0);
 	assert_int_equal(E.npk, 3);
 	assert_int_equal(E.pk[1].p.psn, 1);
@@ -636,9 +637,9 @@ static void test_error_naks(void **state)
 		uint8_t syn;
 		int st;
 	} t[] = {
-		{ SRDMA_AETH_NAK_INV, IBV_WC_REM_INV_REQ_ERR },
-		{ SRDMA_AETH_NAK_ACC, IBV_WC_REM_ACCESS_ERR },
-		{ SRDMA_AETH_NAK_OPS, IBV_WC_REM_OP_ERR },
+		{SRDMA_AETH_NAK_INV, IBV_WC_REM_INV_REQ_ERR},
+		{SRDMA_AETH_NAK_ACC, IBV_WC_REM_ACCESS_ERR},
+		{SRDMA_AETH_NAK_OPS, IBV_WC_REM_OP_ERR},
 	};
 	unsigned int i;
 
@@ -688,7 +689,7 @@ static void test_local_protection(void **state)
 	assert_int_equal(E.nc, 3);
 	assert_int_equal(E.c[0].status, IBV_WC_SUCCESS);
 	assert_int_equal(E.c[1].status, IBV_WC_LOC_PROT_ERR);
-	assert_int_equal(E.c[1].signaled, false);	/* errors always */
+	assert_int_equal(E.c[1].signaled, false); /* errors always */
 	assert_int_equal(E.c[2].status, IBV_WC_WR_FLUSH_ERR);
 	env_down();
 
@@ -715,7 +716,7 @@ static void test_flush(void **state)
 	assert_int_equal(E.nc, 1);
 	pthread_mutex_lock(&E.qp->sq_lock);
 	srdma_netreq_flush_locked(E.qp);
-	srdma_netreq_flush_locked(E.qp);	/* idempotent */
+	srdma_netreq_flush_locked(E.qp); /* idempotent */
 	pthread_mutex_unlock(&E.qp->sq_lock);
 	assert_int_equal(E.nc, 4);
 	for (i = 1; i < 4; i++) {
@@ -741,20 +742,20 @@ static void test_queue_bound(void **state)
 
 static void test_hostile_responses(void **state)
 {
-	struct srdma_pkt p = { 0 };
+	struct srdma_pkt p = {0};
 	struct srdma_wire_path from;
 
 	env_up(IBV_QPT_RC, 1024, 0);
-	ack(0);				/* nothing ever posted */
+	ack(0); /* nothing ever posted */
 	assert_int_equal(drops(SRDMA_DROP_STATE), 1);
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 8, 0, 0), 0);
-	ack(5);				/* never sent */
+	ack(5); /* never sent */
 	assert_int_equal(drops(SRDMA_DROP_PSN), 1);
-	ack(0xfffffe);			/* far behind */
+	ack(0xfffffe); /* far behind */
 	assert_int_equal(drops(SRDMA_DROP_PSN) + drops(SRDMA_DROP_DUP), 2);
-	respond(SRDMA_OP_ACK, 0, 0x40, NULL, 0, 0);	/* reserved type */
+	respond(SRDMA_OP_ACK, 0, 0x40, NULL, 0, 0); /* reserved type */
 	assert_int_equal(drops(SRDMA_DROP_OTHER), 1);
-	respond(SRDMA_OP_SEND_ONLY, 0, 0, NULL, 0, 0);	/* a request */
+	respond(SRDMA_OP_SEND_ONLY, 0, 0, NULL, 0, 0); /* a request */
 	assert_int_equal(drops(SRDMA_DROP_OPCODE), 1);
 	/* From another address. */
 	from = E.nq->path;
@@ -819,11 +820,12 @@ static void test_ud(void **state)
 	w->wr_id = 1;
 	assert_int_equal(srdma_netreq_post(E.qp, w), 0);
 	w->wr_id = 2;
-	w->sge[0].length = 5000;	/* > MTU: "sent", no packet */
+	w->sge[0].length = 5000; /* > MTU: "sent", no packet */
 	assert_int_equal(srdma_netreq_post(E.qp, w), 0);
 	pthread_mutex_unlock(&E.qp->sq_lock);
 	assert_int_equal(E.npk, 1);
-	assert_int_equal(E.pk[0].p.opcode, SRDMA_TR_UD | SRDMA_OP_SEND_ONLY_IMM);
+	assert_int_equal(E.pk[0].p.opcode,
+			 SRDMA_TR_UD | SRDMA_OP_SEND_ONLY_IMM);
 	assert_int_equal(E.pk[0].p.qkey, 0x1234);
 	assert_int_equal(E.pk[0].p.src_qp, E.nq->qpn);
 	assert_int_equal(E.pk[0].p.dqpn, 0x77);
@@ -841,7 +843,7 @@ static void test_send_failure_recovered(void **state)
 {
 	env_up(IBV_QPT_RC, 1024, 0);
 	E.qp->attr.timeout = 5;
-	E.tx_fail = true;		/* the socket drops it */
+	E.tx_fail = true; /* the socket drops it */
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 8, 0, 0), 0);
 	E.tx_fail = false;
 	srdma_netreq_timer(E.nq, later(10000000));
@@ -852,12 +854,12 @@ static void test_send_failure_recovered(void **state)
 	env_down();
 }
 
-
 static void test_multi_sge_gather_and_scatter(void **state)
 {
-	static const uint32_t off[3] = { 100, 5000, 9000 }, len[3] = {
-		700, 1500, 900 };
-	struct srdma_swqe *w = calloc(1, sizeof(*w) + 3 * sizeof(struct ibv_sge));
+	static const uint32_t off[3] = {100, 5000, 9000},
+			      len[3] = {700, 1500, 900};
+	struct srdma_swqe *w =
+		calloc(1, sizeof(*w) + 3 * sizeof(struct ibv_sge));
 	uint8_t want[3100], got[3100];
 	uint32_t i, j, n = 0;
 
@@ -899,8 +901,7 @@ static void test_multi_sge_gather_and_scatter(void **state)
 	respond(SRDMA_OP_READ_RESP_FIRST, 4, SRDMA_AETH_ACK, want, 1024, 0);
 	respond(SRDMA_OP_READ_RESP_MIDDLE, 5, 0, want + 1024, 1024, 0);
 	respond(SRDMA_OP_READ_RESP_MIDDLE, 6, 0, want + 2048, 1024, 0);
-	respond(SRDMA_OP_READ_RESP_LAST, 7, SRDMA_AETH_ACK, want + 3072, 28,
-		0);
+	respond(SRDMA_OP_READ_RESP_LAST, 7, SRDMA_AETH_ACK, want + 3072, 28, 0);
 	assert_int_equal(E.nc, 2);
 	assert_int_equal(E.c[1].status, IBV_WC_SUCCESS);
 	for (i = 0, n = 0; i < 3; i++) {
@@ -916,8 +917,8 @@ static void test_multi_sge_gather_and_scatter(void **state)
 static uint8_t *half_unmapped_mr(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	struct srdma_mr_args a = { .access = IBV_ACCESS_LOCAL_WRITE,
-				   .dmabuf_fd = -1 };
+	struct srdma_mr_args a = {.access = IBV_ACCESS_LOCAL_WRITE,
+				  .dmabuf_fd = -1};
 	uint8_t *m;
 
 	m = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE,
@@ -927,7 +928,7 @@ static uint8_t *half_unmapped_mr(void)
 	a.length = 4 * pg;
 	a.iova = (uintptr_t)m;
 	assert_int_equal(srdma_mr_reg(&E.pd->ibpd, &a, &E.mr2), 0);
-	munmap(m + 2 * pg, 2 * pg);	/* the application's mistake */
+	munmap(m + 2 * pg, 2 * pg); /* the application's mistake */
 	E.base = m;
 	return m;
 }
@@ -942,8 +943,7 @@ static void test_unmapped_memory_is_an_error(void **state)
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 100, 0, 0), 0);
 	assert_int_equal(E.npk, 1);
 	/* Its second packet would read the unmapped pages. */
-	assert_int_equal(post_wr(2, IBV_WR_SEND, 2 * pg - 1024, 2048, 0, 0),
-			 0);
+	assert_int_equal(post_wr(2, IBV_WR_SEND, 2 * pg - 1024, 2048, 0, 0), 0);
 	assert_int_equal(post_wr(3, IBV_WR_SEND, 0, 8, 0, 0), 0);
 	ack(0);
 	assert_int_equal(E.nc, 3);
@@ -956,8 +956,9 @@ static void test_unmapped_memory_is_an_error(void **state)
 	/* A READ response into unmapped memory: an error too. */
 	env_up(IBV_QPT_RC, 1024, 0);
 	m = half_unmapped_mr();
-	assert_int_equal(post_wr(1, IBV_WR_RDMA_READ, 2 * pg - 1024, 2048, 0,
-				 0x1000), 0);
+	assert_int_equal(
+		post_wr(1, IBV_WR_RDMA_READ, 2 * pg - 1024, 2048, 0, 0x1000),
+		0);
 	respond(SRDMA_OP_READ_RESP_FIRST, 0, SRDMA_AETH_ACK, E.pk, 1024, 0);
 	assert_int_equal(E.nc, 0);
 	respond(SRDMA_OP_READ_RESP_LAST, 1, SRDMA_AETH_ACK, E.pk, 1024, 0);
@@ -973,7 +974,7 @@ static void test_local_inv_failure_in_order(void **state)
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 8, 0, 0), 0);
 	assert_int_equal(post_wr(2, IBV_WR_LOCAL_INV, 0, 0, 0, 0), 0);
 	assert_int_equal(post_wr(3, IBV_WR_SEND, 0, 8, 0, 0), 0);
-	assert_int_equal(E.npk, 1);	/* stops at the failed LOCAL_INV */
+	assert_int_equal(E.npk, 1); /* stops at the failed LOCAL_INV */
 	assert_int_equal(E.nc, 0);
 	ack(0);
 	assert_int_equal(E.nc, 3);
