@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -334,7 +335,11 @@ static void test_send_segmentation(void **state)
 	assert_int_equal(E.c[0].len, 2501);
 	assert_int_equal(E.c[1].len, 3000);
 	assert_int_equal(E.c[1].op, IBV_WR_RDMA_WRITE);
-	assert_int_equal(atomic_load(&E.nq->deadline_ns), 0);
+	/* The timer's wake-up lapses without a retransmission. */
+	assert_int_not_equal(atomic_load(&E.nq->deadline_ns), 0);
+	assert_int_equal(srdma_netreq_timer(E.nq, later(1ull << 40)), 0);
+	assert_int_equal(E.npk, 10);
+	assert_int_equal(atomic_load(&E.st.timeouts), 0);
 	env_down();
 }
 
@@ -984,6 +989,33 @@ static void test_local_inv_failure_in_order(void **state)
 	env_down();
 }
 
+
+static void test_timer_restarts_lazily(void **state)
+{
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	uint64_t t2, next;
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	E.qp->attr.timeout = 10; /* 4.19 ms */
+	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 8, 0, 0), 0);
+	ack(0);
+	nanosleep(&ts, NULL);
+	/* The first message's wake-up is stale: it does not fire for the
+	 * second, it moves on to the second's deadline. */
+	t2 = srdma_now_ns();
+	assert_int_equal(post_wr(2, IBV_WR_SEND, 0, 8, 0, 0), 0);
+	next = srdma_netreq_timer(E.nq, t2 + 1000000);
+	assert_true(next >= t2 + 4000000);
+	assert_int_equal(E.npk, 2);
+	assert_int_equal(atomic_load(&E.st.timeouts), 0);
+	srdma_netreq_timer(E.nq, t2 + 10000000);
+	assert_int_equal(E.npk, 3);
+	assert_int_equal(atomic_load(&E.st.timeouts), 1);
+	ack(1);
+	assert_int_equal(E.nc, 2);
+	env_down();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -995,6 +1027,7 @@ int main(void)
 		cmocka_unit_test(test_rnr_then_progress_resets_budget),
 		cmocka_unit_test(test_timeout_retry_exhaustion),
 		cmocka_unit_test(test_timeout_zero_never),
+		cmocka_unit_test(test_timer_restarts_lazily),
 		cmocka_unit_test(test_read_placement_and_retry),
 		cmocka_unit_test(test_implied_nak),
 		cmocka_unit_test(test_atomic),

@@ -135,7 +135,11 @@ struct srdma_netreq {
 	int retry_left, rnr_left;	/* -1: load from qp->attr */
 	bool started_retry;		/* rewound, no progress since */
 	bool err;			/* QP in ERR: nothing is sent */
-	uint64_t rto_ns;		/* retransmit deadline, 0: none */
+	uint64_t rto_due;		/* retransmit deadline, 0: not running */
+	uint64_t rto_ns;		/* wake-up published for it: rto_due,
+					 * or earlier (stale, left to lapse so
+					 * that a message does not cost a
+					 * kick), 0: none */
 	uint64_t rnr_ns;		/* RNR wait deadline, 0: none */
 	/* transmit batch */
 	uint8_t *txbuf;			/* NR_BATCH * NR_PKT_MAX */
@@ -241,20 +245,28 @@ static void publish_deadline(struct srdma_netreq *r)
 		srdma_net_kick(nq->ctx, d);
 }
 
-/* (Re)arm the retransmit timer from @now if PSNs are outstanding. */
+/*
+ * (Re)arm the retransmit timer from @now if PSNs are outstanding (as rxe:
+ * armed by a send when not running, restarted by progress). Stopping it
+ * leaves the published wake-up in place: it lapses harmlessly, and the
+ * next message finds a wake-up already early enough, so a stream of
+ * messages does not wake the progress thread for each one.
+ */
 static void arm_rto(struct srdma_netreq *r, uint64_t now, bool restart)
 {
 	uint64_t tmo;
 
 	if (r->qp->type != IBV_QPT_RC || !outstanding(r) || r->err ||
 	    r->rnr_ns) {
-		r->rto_ns = 0;
+		r->rto_due = 0;
 		return;
 	}
-	if (r->rto_ns && !restart)
+	if (r->rto_due && !restart)
 		return;
 	tmo = srdma_ack_timeout_ns(r->qp->attr.timeout);
-	r->rto_ns = tmo == UINT64_MAX ? 0 : now + tmo;
+	r->rto_due = tmo == UINT64_MAX ? 0 : now + tmo;
+	if (r->rto_due && (!r->rto_ns || r->rto_ns > r->rto_due))
+		r->rto_ns = r->rto_due;
 }
 
 /* ---- memory ------------------------------------------------------------------- */
@@ -418,7 +430,7 @@ static void complete_head(struct srdma_netreq *r, int status)
 		srdma_dbg("QP %#x wr_id %#llx: completed with status %d",
 			  qpn(r), (unsigned long long)wr_id, status);
 		r->err = true;
-		r->rto_ns = r->rnr_ns = 0;
+		r->rto_ns = r->rto_due = r->rnr_ns = 0;
 	}
 	comp(r, wr_id, op, sig, status, len);
 	if (status != IBV_WC_SUCCESS)
@@ -449,7 +461,7 @@ static void complete_ready(struct srdma_netreq *r)
 static void flush_all(struct srdma_netreq *r)
 {
 	r->err = true;
-	r->rto_ns = r->rnr_ns = 0;
+	r->rto_ns = r->rto_due = r->rnr_ns = 0;
 	while (r->head != r->tail) {
 		struct nr_wqe *w = slot(r, r->head);
 		uint64_t wr_id = w->wr_id;
@@ -466,28 +478,41 @@ static void flush_all(struct srdma_netreq *r)
 
 /* ---- transmit ------------------------------------------------------------------ */
 
-/* Send the batch: the one place packets leave (a batched endpoint send
- * goes here). Lost sends are recovered by the protocol. */
+/* Send the batch: the one place packets leave, in as few system calls
+ * as the endpoint manages (sendmmsg). What is not sent is lost like a
+ * packet on the wire and recovered by the protocol. */
 static void nr_tx_flush(struct srdma_netreq *r)
 {
 	struct srdma_net_qp *nq = r->nq;
+	struct srdma_net_msg m[NR_BATCH];
+	struct iovec iov[NR_BATCH];
+	uint64_t bytes = 0;
 	uint32_t i;
+	int sent;
 
+	if (!r->ntx)
+		return;
 	for (i = 0; i < r->ntx; i++) {
-		struct iovec iov = { r->txbuf + (size_t)i * NR_PKT_MAX,
-				     r->txlen[i] };
-		int e;
-
-		if (srdma_netreq_tx_hook)
-			e = srdma_netreq_tx_hook(nq, r->txpath[i], &iov, 1);
-		else
-			e = srdma_net_send(nq->ctx, r->txpath[i], &iov, 1);
-		if (e)
-			srdma_dbg("QP %#x: send failed (%d), left to recovery",
-				  qpn(r), e);
-		count(&nq->st->tx_pkts, 1);
-		count(&nq->st->tx_bytes, r->txlen[i]);
+		iov[i].iov_base = r->txbuf + (size_t)i * NR_PKT_MAX;
+		iov[i].iov_len = r->txlen[i];
+		m[i].path = r->txpath[i];
+		m[i].iov = &iov[i];
+		m[i].n = 1;
+		bytes += r->txlen[i];
 	}
+	if (srdma_netreq_tx_hook) {
+		for (i = 0, sent = 0; i < r->ntx; i++)
+			if (!srdma_netreq_tx_hook(nq, m[i].path, m[i].iov, 1))
+				sent++;
+	} else {
+		sent = srdma_net_send_batch(nq->ctx, m, (int)r->ntx);
+	}
+	if (sent != (int)r->ntx)
+		srdma_dbg("QP %#x: %d of %u packets not sent (%d), left to recovery",
+			  qpn(r), (int)r->ntx - (sent > 0 ? sent : 0), r->ntx,
+			  sent);
+	count(&nq->st->tx_pkts, r->ntx);
+	count(&nq->st->tx_bytes, bytes);
 	r->ntx = 0;
 }
 
@@ -886,7 +911,7 @@ static void retry(struct srdma_netreq *r, uint64_t now, const char *why)
 		  qpn(r), why, r->comp_psn, r->retry_left);
 	r->started_retry = true;
 	rewind_to_comp(r);
-	r->rto_ns = 0;
+	r->rto_due = 0;
 	nr_send(r, now);
 	arm_rto(r, now, true);
 	publish_deadline(r);
@@ -996,7 +1021,7 @@ static void rnr(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 	srdma_dbg("QP %#x: RNR NAK at PSN %#x, retry in %llu ns", qpn(r),
 		  pkt->psn, (unsigned long long)wait);
 	r->rnr_ns = now + wait;
-	r->rto_ns = 0;
+	r->rto_due = 0;
 	publish_deadline(r);
 }
 
@@ -1136,7 +1161,7 @@ void srdma_netreq_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 {
 	struct srdma_qp *qp = nq->qp;
 	struct srdma_netreq *r;
-	uint64_t now = srdma_now_ns();
+	uint64_t now = srdma_net_now_ns();
 
 	pthread_mutex_lock(&qp->sq_lock);
 	r = nq->req;
@@ -1190,10 +1215,15 @@ uint64_t srdma_netreq_timer(struct srdma_net_qp *nq, uint64_t now)
 	}
 	if (r->rto_ns && now >= r->rto_ns) {
 		r->rto_ns = 0;
-		if (outstanding(r)) {
+		if (r->rto_due && now < r->rto_due) {
+			r->rto_ns = r->rto_due;	/* restarted since */
+		} else if (r->rto_due && outstanding(r)) {
+			r->rto_due = 0;
 			count(&nq->st->timeouts, 1);
 			r->started_retry = false;
 			retry(r, now, "retransmit timer expired");
+		} else {
+			r->rto_due = 0;
 		}
 	}
 	publish_deadline(r);
@@ -1244,8 +1274,7 @@ static int ud_path(struct srdma_netreq *r, const struct srdma_swqe *sw,
 	memset(p, 0, sizeof(*p));
 	memcpy(p->sip, t->e[sw->ud_ah.grh.sgid_index].gid.raw, 16);
 	memcpy(p->dip, sw->ud_ah.grh.dgid.raw, 16);
-	/* As the RC path (qp_net.c): the endpoint's port. */
-	p->sport = SRDMA_ROCE_PORT;
+	p->sport = SRDMA_NET_SPORT;	/* the endpoint's (net.h) */
 	p->dport = SRDMA_ROCE_PORT;
 	return 0;
 }
@@ -1323,7 +1352,7 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *sw)
 		flush_all(r);
 		return 0;
 	}
-	nr_send(r, srdma_now_ns());
+	nr_send(r, srdma_net_now_ns());
 	return 0;
 }
 
@@ -1371,7 +1400,7 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn)
 	r->retry_left = r->rnr_left = -1;
 	r->started_retry = false;
 	r->err = false;
-	r->rto_ns = r->rnr_ns = 0;
+	r->rto_ns = r->rto_due = r->rnr_ns = 0;
 	r->ntx = 0;
 	atomic_store_explicit(&nq->deadline_ns, 0, memory_order_relaxed);
 }
