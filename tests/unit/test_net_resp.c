@@ -846,14 +846,39 @@ static uint64_t rnd(void)
 
 /* Random packets, mostly near the right PSN and keys so they get deep:
  * nothing may crash, hang or leak, and the QP entry must stay usable. */
+static const uint8_t ops[] = {
+	SRDMA_OP_SEND_FIRST,	 SRDMA_OP_SEND_MIDDLE,	 SRDMA_OP_SEND_LAST,
+	SRDMA_OP_SEND_LAST_IMM,	 SRDMA_OP_SEND_ONLY,	 SRDMA_OP_SEND_ONLY_IMM,
+	SRDMA_OP_WRITE_FIRST,	 SRDMA_OP_WRITE_MIDDLE,	 SRDMA_OP_WRITE_LAST,
+	SRDMA_OP_WRITE_LAST_IMM, SRDMA_OP_WRITE_ONLY,	 SRDMA_OP_WRITE_ONLY_IMM,
+	SRDMA_OP_READ_REQ,	 SRDMA_OP_CMP_SWAP,	 SRDMA_OP_FETCH_ADD,
+	SRDMA_OP_SEND_LAST_INV,	 SRDMA_OP_SEND_ONLY_INV, SRDMA_OP_ACK,
+};
+#define NOPS (sizeof(ops) / sizeof(ops[0]))
+
+/* Everything that says a packet was not taken as the next one. */
+static uint64_t counted(struct fx *f)
+{
+	uint64_t n = atomic_load(&f->st.naks_sent) +
+		     atomic_load(&f->st.rnr_sent) +
+		     atomic_load(&f->st.dups_rcvd);
+	int d;
+
+	for (d = 0; d < SRDMA_DROP_MAX; d++)
+		n += atomic_load(&f->st.drops[d]);
+	return n;
+}
+
 static void fuzz_one(enum ibv_qp_type type, int rounds)
 {
+	uint32_t cursor = 0;
+	uint64_t before;
 	struct fx *f = fx_new(type, IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ |
 				   IBV_ACCESS_REMOTE_ATOMIC, 0);
 	static uint8_t junk[MTU + 4];
 	struct ibv_wc wc[16];
-	int i;
+	int i, k, ncqe = 0, nerr = 0;
 
 	tx_capture = false;
 	for (i = 0; i < (int)sizeof(junk); i++)
@@ -864,13 +889,23 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 		uint32_t len;
 
 		p.opcode = (uint8_t)r;
-		if (r & 0x100)	/* mostly our transport */
-			p.opcode = (uint8_t)((p.opcode & 0x1f) |
+		if (r & 0x300)	/* mostly a request of our transport */
+			p.opcode = (uint8_t)(ops[(r >> 20) % NOPS] |
 					     (type == IBV_QPT_RC ? SRDMA_TR_RC :
 					      type == IBV_QPT_UC ? SRDMA_TR_UC :
 								   SRDMA_TR_UD));
-		p.psn = (r & 0x200) ? (uint32_t)(s & 0xffffff) :
-				      (uint32_t)((i + (s & 7)) & 0xffffff);
+		if (type == IBV_QPT_UD && (r & 0x400000))
+			p.opcode = SRDMA_TR_UD | ((r & 0x800000) ?
+							  SRDMA_OP_SEND_ONLY :
+							  SRDMA_OP_SEND_ONLY_IMM);
+		/* mostly the PSN expected, as far as we can tell */
+		if (!(r & 0x3c0000))
+			p.psn = (uint32_t)(s & 0xffffff);
+		else if (r & 0x40000)
+			p.psn = srdma_psn_add(cursor, (uint32_t)(s % 5) - 2);
+		else
+			p.psn = cursor;
+		before = counted(f);
 		p.ackreq = r & 0x400;
 		p.se = r & 0x800;
 		p.va = (r & 0x1000) ? (uintptr_t)f->buf + (s >> 40) % BUF :
@@ -885,8 +920,11 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 		p.inv_rkey = (uint32_t)rnd();
 		p.imm = (uint32_t)rnd();
 		len = (uint32_t)(rnd() % (MTU + 1));
-		if (r & 0x10000)
-			len = MTU;
+		if ((r & 0x10000) || (srdma_wire_hdrs(p.opcode) &
+				      (SRDMA_HDR_FIRST | SRDMA_HDR_MIDDLE)) ==
+					     SRDMA_HDR_FIRST ||
+		    (srdma_wire_hdrs(p.opcode) & SRDMA_HDR_MIDDLE))
+			len = (r & 0x20000) ? MTU : len;
 		if (!srdma_wire_hdrs(p.opcode) ||
 		    !(srdma_wire_hdrs(p.opcode) & SRDMA_HDR_PAYLOAD))
 			len = 0;
@@ -899,29 +937,53 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 			p.padcnt = (uint8_t)rnd();
 			srdma_netresp_input(&f->nq, &p, &f->peer);
 		}
+		/* Follow the responder's ePSN: UC expects the next PSN after
+		 * any packet, RC after one it took (a READ takes one PSN per
+		 * response packet). */
+		if (type == IBV_QPT_UC)
+			cursor = srdma_psn_add(p.psn, 1);
+		else if (counted(f) == before && qp_state(f) != IBV_QPS_ERR &&
+			 p.psn == cursor)
+			cursor = srdma_psn_add(
+				cursor, (p.opcode & 0x1f) == SRDMA_OP_READ_REQ ?
+						(p.dma_len + MTU - 1) / MTU +
+							!p.dma_len :
+						1);
 		if (!(i % 7))
 			post_recv_try(f, i, (uint32_t)(rnd() % (BUF - 4096)),
 				  (uint32_t)(rnd() % 4096));
-		while (cq_poll(f, wc, 16) > 0)
-			;
-		if (qp_state(f) == IBV_QPS_ERR) {
+		while ((k = cq_poll(f, wc, 16)) > 0)
+			ncqe += k;
+		if (qp_state(f) == IBV_QPS_ERR || !(i % 61)) {
+			nerr += qp_state(f) == IBV_QPS_ERR;
 			/* As modify ERR -> RESET -> INIT -> RTR would. */
 			atomic_store(&f->qp->sh->state, IBV_QPS_RTR);
 			pthread_mutex_lock(&f->nq.resp_lock);
-			srdma_netresp_reset(&f->nq, (uint32_t)(i + 1));
+			srdma_netresp_reset(&f->nq, cursor);
 			pthread_mutex_unlock(&f->nq.resp_lock);
 		}
 	}
 	assert_true(atomic_load(&f->st.rx_pkts) == (uint64_t)rounds);
+	printf("  %s: %d packets, %llu sent, %llu NAKs, %llu RNR NAKs, %llu dups, %d CQEs, %d QP errors; dropped:",
+	       type == IBV_QPT_RC ? "RC" : type == IBV_QPT_UC ? "UC" : "UD",
+	       rounds, (unsigned long long)atomic_load(&f->st.tx_pkts),
+	       (unsigned long long)atomic_load(&f->st.naks_sent),
+	       (unsigned long long)atomic_load(&f->st.rnr_sent),
+	       (unsigned long long)atomic_load(&f->st.dups_rcvd), ncqe, nerr);
+	for (i = 1; i < SRDMA_DROP_MAX; i++)
+		if (atomic_load(&f->st.drops[i]))
+			printf(" %s %llu", srdma_drop_str((enum srdma_drop)i),
+			       (unsigned long long)atomic_load(&f->st.drops[i]));
+	printf("\n");
 	fx_free(f);
 }
 
 static void test_garbage(void **state)
 {
 	(void)state;
-	fuzz_one(IBV_QPT_RC, 20000);
-	fuzz_one(IBV_QPT_UC, 10000);
-	fuzz_one(IBV_QPT_UD, 5000);
+	fuzz_one(IBV_QPT_RC, 100000);
+	fuzz_one(IBV_QPT_UC, 50000);
+	fuzz_one(IBV_QPT_UD, 20000);
 }
 
 int main(void)

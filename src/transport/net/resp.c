@@ -925,7 +925,7 @@ static void ud_input(struct srdma_netresp *r, struct srdma_target *t,
 		drop(r, pkt, SRDMA_DROP_OPCODE, "UD: not SEND_ONLY");
 		return;
 	}
-	if (pkt->qkey != atomic_load(&t->qp->qkey)) {
+	if (!srdma_resp_qkey_ok(t, pkt->qkey)) {
 		drop(r, pkt, SRDMA_DROP_QKEY, "UD: Q_Key mismatch");
 		return;
 	}
