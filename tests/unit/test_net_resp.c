@@ -105,6 +105,7 @@ struct fx {
 	struct srdma_pd *pd;
 	struct srdma_cq *cq;
 	struct srdma_mr *mr;
+	struct srdma_srq *srq;		/* or NULL */
 	uint8_t *buf;			/* BUF bytes, registered */
 	struct srdma_qp *qp;
 	struct srdma_net_qp nq;
@@ -112,6 +113,9 @@ struct fx {
 	struct srdma_wire_path peer;	/* the peer's view: its datagrams */
 	enum ibv_qp_type type;
 };
+
+/* The next fixture's QP takes its receives from an SRQ. */
+static bool use_srq;
 
 static void v4gid(uint8_t g[16], uint8_t last)
 {
@@ -148,6 +152,15 @@ static struct fx *fx_new(enum ibv_qp_type type, uint32_t access,
 		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	assert_int_equal(srdma_mr_reg(&f->pd->ibpd, &ma, &f->mr), 0);
 
+	if (use_srq) {
+		struct ibv_srq_init_attr sa = { 0 };
+
+		sa.attr.max_wr = 64;
+		sa.attr.max_sge = 4;
+		assert_int_equal(srdma_srq_create(&f->pd->ibpd, &sa, &f->srq),
+				 0);
+		qa.srq = &f->srq->ibsrq;
+	}
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
 	qa.pd = &f->pd->ibpd;
 	qa.send_cq = &f->cq->ib.cq;
@@ -228,6 +241,8 @@ static void fx_free(struct fx *f)
 	srdma_netresp_free(f->nq.resp);
 	pthread_mutex_destroy(&f->nq.resp_lock);
 	assert_int_equal(srdma_qp_destroy(f->qp), 0);
+	if (f->srq)
+		assert_int_equal(srdma_srq_destroy(f->srq), 0);
 	assert_int_equal(srdma_mr_dereg(&f->mr->ibmr), 0);
 	assert_int_equal(srdma_cq_destroy(f->cq), 0);
 	assert_int_equal(srdma_pd_dealloc(f->pd), 0);
@@ -250,7 +265,10 @@ static void post_recv(struct fx *f, uint64_t wr_id, uint32_t off,
 				  .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	assert_int_equal(srdma_qp_post_recv(f->qp, &wr, &bad), 0);
+	if (f->srq)
+		assert_int_equal(srdma_srq_post_recv(f->srq, &wr, &bad), 0);
+	else
+		assert_int_equal(srdma_qp_post_recv(f->qp, &wr, &bad), 0);
 }
 
 /* Post without judging the result (the fuzz may fill the queue). */
@@ -262,7 +280,10 @@ static void post_recv_try(struct fx *f, uint64_t wr_id, uint32_t off,
 				  .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	(void)srdma_qp_post_recv(f->qp, &wr, &bad);
+	if (f->srq)
+		(void)srdma_srq_post_recv(f->srq, &wr, &bad);
+	else
+		(void)srdma_qp_post_recv(f->qp, &wr, &bad);
 }
 
 static int cq_poll(struct fx *f, struct ibv_wc *wc, int n)
@@ -383,6 +404,12 @@ static void test_rnr(void **state)
 	assert_int_equal(atomic_load(&f->st.rnr_sent), 1);
 	assert_int_equal(atomic_load(&f->st.naks_sent), 0);
 	assert_int_equal(cq_poll(f, &wc, 1), 0);
+	/* The rest of the requester's window is dropped silently. */
+	p.psn = 6;
+	inject(f, &p, "later", 5);
+	assert_int_equal(ntx, 1);
+	assert_int_equal(atomic_load(&f->st.drops[SRDMA_DROP_PSN]), 1);
+	p.psn = 5;
 	post_recv(f, 1, 0, 64);
 	inject(f, &p, "hello", 5);
 	assert_int_equal(ntx, 2);
@@ -786,6 +813,76 @@ static void test_uc_gap(void **state)
 	fx_free(f);
 }
 
+/* ---- SRQ ------------------------------------------------------------------- */
+
+/* From an SRQ the WQE is consumed at the first packet: a message in
+ * three packets completes once; a UC message too long for its buffer
+ * completes it with LOC_LEN_ERR (it cannot go back), the QP stays. */
+static void test_srq(void **state)
+{
+	uint8_t data[2 * MTU + 100];
+	struct srdma_pkt p;
+	struct ibv_wc wc;
+	struct fx *f;
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = pat(i);
+	use_srq = true;
+	f = fx_new(IBV_QPT_RC, 0, 7);
+	use_srq = false;
+	post_recv(f, 11, 0, 4096);
+	post_recv(f, 12, 4096, 4096);
+	p = req(f, SRDMA_OP_SEND_FIRST, 7);
+	inject(f, &p, data, MTU);
+	p = req(f, SRDMA_OP_SEND_MIDDLE, 8);
+	inject(f, &p, data + MTU, MTU);
+	p = req(f, SRDMA_OP_SEND_LAST, 9);
+	p.ackreq = true;
+	inject(f, &p, data + 2 * MTU, 100);
+	check_ack(0, SRDMA_AETH_ACK, 9);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 11);
+	assert_int_equal(wc.byte_len, sizeof(data));
+	assert_memory_equal(f->buf, data, sizeof(data));
+	/* A message cut off by a QP error: its SRQ WQE comes back flushed
+	 * when the QP is reset. */
+	p = req(f, SRDMA_OP_SEND_FIRST, 10);
+	inject(f, &p, data, MTU);
+	p = req(f, SRDMA_OP_SEND_ONLY, 11);
+	inject(f, &p, data, 4);			/* missing LAST */
+	check_ack(1, SRDMA_AETH_NAK_INV, 11);
+	assert_int_equal(qp_state(f), IBV_QPS_ERR);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 12);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	fx_free(f);
+
+	use_srq = true;
+	f = fx_new(IBV_QPT_UC, 0, 1);
+	use_srq = false;
+	post_recv(f, 21, 0, 100);
+	p = req(f, SRDMA_OP_SEND_ONLY, 1);
+	inject(f, &p, data, 101);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 21);
+	assert_int_equal(wc.status, IBV_WC_LOC_LEN_ERR);
+	assert_int_equal(qp_state(f), IBV_QPS_RTR);
+	/* A UC message whose LAST is lost keeps its WQE for the next. */
+	post_recv(f, 22, 0, 4096);
+	p = req(f, SRDMA_OP_SEND_FIRST, 2);
+	inject(f, &p, data, MTU);
+	p = req(f, SRDMA_OP_SEND_ONLY, 4);
+	inject(f, &p, "next", 4);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 22);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 4);
+	assert_int_equal(ntx, 0);
+	fx_free(f);
+}
+
 /* ---- UD -------------------------------------------------------------------- */
 
 static void test_ud(void **state)
@@ -984,6 +1081,11 @@ static void test_garbage(void **state)
 	fuzz_one(IBV_QPT_RC, 100000);
 	fuzz_one(IBV_QPT_UC, 50000);
 	fuzz_one(IBV_QPT_UD, 20000);
+	use_srq = true;
+	fuzz_one(IBV_QPT_RC, 50000);
+	fuzz_one(IBV_QPT_UC, 20000);
+	fuzz_one(IBV_QPT_UD, 10000);
+	use_srq = false;
 }
 
 int main(void)
@@ -1000,6 +1102,7 @@ int main(void)
 		cmocka_unit_test(test_bad_length),
 		cmocka_unit_test(test_source_transport),
 		cmocka_unit_test(test_uc_gap),
+		cmocka_unit_test(test_srq),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_garbage),
 	};

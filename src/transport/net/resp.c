@@ -108,6 +108,10 @@ struct srdma_netresp {
 	uint32_t res_mask;		/* entries - 1 */
 	uint32_t res_next;
 	uint8_t bounce[MAX_MTU];	/* one READ response's payload */
+	/* Kept across resets: our own QP as the engine's target, taken on
+	 * first use (a reference on the self peer), dropped at free. */
+	bool have_t;
+	struct srdma_target t;
 };
 
 /* What handling a request decided, when it is not plain success. */
@@ -803,7 +807,10 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	case V_OK:
 		break;
 	case V_RNR:
+		/* Like a sequence NAK: what follows in the requester's
+		 * window is dropped silently until it retries ePSN. */
 		send_ack(r, SRDMA_AETH_RNR(t->qp->min_rnr_timer), pkt->psn);
+		r->psn_nak = true;
 		return;
 	case V_DROP:
 		return;
@@ -987,12 +994,22 @@ static uint8_t qp_transport(enum ibv_qp_type type)
 	}
 }
 
+/* Our QP as a target of the engine's responder, or NULL if its entry is
+ * not live (resp_lock held). */
+static struct srdma_target *target(struct srdma_netresp *r)
+{
+	if (!r->have_t &&
+	    !srdma_resp_self(r->nq->ctx, r->nq->qpn, &r->t))
+		r->have_t = true;
+	return r->have_t ? &r->t : NULL;
+}
+
 void srdma_netresp_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 			 const struct srdma_wire_path *from)
 {
 	enum ibv_qp_type type = nq->qp->type;
 	struct srdma_netresp *r;
-	struct srdma_target t;
+	struct srdma_target *t;
 	uint32_t hdrs;
 
 	pthread_mutex_lock(&nq->resp_lock);
@@ -1030,27 +1047,26 @@ void srdma_netresp_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 		drop(r, pkt, SRDMA_DROP_STATE, "no path MTU");
 		goto unlock;
 	}
-	if (srdma_resp_self(nq->ctx, nq->qpn, &t)) {
+	t = target(r);
+	if (!t) {
 		drop(r, pkt, SRDMA_DROP_STATE, "QP gone");
 		goto unlock;
 	}
-	if (!srdma_resp_qp_receives(&t)) {
+	if (!srdma_resp_qp_receives(t)) {
 		drop(r, pkt, SRDMA_DROP_STATE, "QP state does not receive");
-		goto put;
+		goto unlock;
 	}
 	switch (type) {
 	case IBV_QPT_RC:
-		rc_input(r, &t, pkt, hdrs);
+		rc_input(r, t, pkt, hdrs);
 		break;
 	case IBV_QPT_UC:
-		uc_input(r, &t, pkt, hdrs);
+		uc_input(r, t, pkt, hdrs);
 		break;
 	default:
-		ud_input(r, &t, pkt, hdrs, from);
+		ud_input(r, t, pkt, hdrs, from);
 		break;
 	}
-put:
-	srdma_resp_self_put(&t);
 unlock:
 	pthread_mutex_unlock(&nq->resp_lock);
 }
@@ -1067,26 +1083,28 @@ struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq)
 
 void srdma_netresp_free(struct srdma_netresp *r)
 {
+	if (!r)
+		return;
+	if (r->have_t)
+		srdma_resp_self_put(&r->t);
 	free(r);
 }
 
 void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 {
 	struct srdma_netresp *r = nq->resp;
-	struct srdma_target t;
+	struct srdma_target *t;
 
 	if (!r)
 		return;
 	/* A WQE consumed from an SRQ for a message that never finished
 	 * goes back to the application as flushed. */
-	if (r->have_wqe && r->consumed &&
-	    !srdma_resp_self(nq->ctx, nq->qpn, &t)) {
+	if (r->have_wqe && r->consumed && (t = target(r))) {
 		struct srdma_shm_cqe c = { 0 };
 
 		c.status = IBV_WC_WR_FLUSH_ERR;
 		c.opcode = IBV_WC_RECV;
-		srdma_resp_recv_cqe(&t, &r->wqe, &c, false);
-		srdma_resp_self_put(&t);
+		srdma_resp_recv_cqe(t, &r->wqe, &c, false);
 	}
 	memset(r, 0, offsetof(struct srdma_netresp, bounce));
 	r->nq = nq;
