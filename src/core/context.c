@@ -28,6 +28,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "transport/net/net.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -182,6 +183,7 @@ int srdma_context_close(struct srdma_context *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 	srdma_relaxed_stop(ctx);
 	srdma_progress_stop(ctx);
+	srdma_net_ctx_close(ctx);	/* no QP left: its endpoint, if any */
 	srdma_handle_del(ctx, SRDMA_OBJ_CTX);
 	srdma_peer_fini(ctx);
 	unlinkat(ctx->host.dirfd, ctx->async_path, 0);
