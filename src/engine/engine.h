@@ -41,4 +41,13 @@ void srdma_comp_req(struct srdma_qp *qp, uint64_t wr_id, uint32_t wr_opcode,
  */
 void srdma_comp_qp_error_locked(struct srdma_qp *qp);
 
+/**
+ * srdma_comp_post() - post the CQE of send WQE @wr_id of @qp with @status
+ * on the send CQ, and nothing else (no count, no state change): for
+ * WR_FLUSH_ERR of WQEs met in a QP already in ERR.
+ * Context: qp->sq_lock held.
+ */
+void srdma_comp_post(struct srdma_qp *qp, uint64_t wr_id, uint32_t wr_opcode,
+		     int status, uint32_t byte_len);
+
 #endif
