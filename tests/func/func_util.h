@@ -46,6 +46,33 @@
 
 static int fu_failures;
 
+/* True if port 1 is a RoCE port (link layer Ethernet, SRDMA_LINK_LAYER=eth). */
+static inline bool fu_is_roce(struct ibv_context *ctx)
+{
+	struct ibv_port_attr pa;
+
+	return !ibv_query_port(ctx, 1, &pa) &&
+	       pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+}
+
+/*
+ * Complete the address vector @ah as port 1's link layer needs it. On
+ * InfiniBand nothing changes (the LID routes). On RoCE an AV must carry a
+ * GRH: GID index 0 to GID 0, because every peer of these tests is a
+ * context of this host, and the contexts of one host share its IP GIDs
+ * (the QPN names the context), exactly as processes sharing a RoCE NIC.
+ */
+static inline void fu_av_fix(struct ibv_context *ctx, struct ibv_ah_attr *ah)
+{
+	if (!fu_is_roce(ctx))
+		return;
+	ah->is_global = 1;
+	if (ibv_query_gid(ctx, 1, 0, &ah->grh.dgid))
+		memset(&ah->grh.dgid, 0, sizeof(ah->grh.dgid));
+	ah->grh.sgid_index = 0;
+	ah->grh.hop_limit = 1;
+}
+
 static inline void __attribute__((format(printf, 3, 4)))
 fu_report(const char *file, int line, const char *fmt, ...)
 {
