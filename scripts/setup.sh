@@ -11,6 +11,9 @@ PKGS=(build-essential cmake pkg-config libcmocka-dev
       libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils
       perftest python3-pyverbs libucx-dev libfabric-dev iproute2 procps
       cppcheck)
+# tests/net (issue 10): ping for the test hosts' self-test, tcpdump and
+# tshark for the wire checks, qperf for the net benchmark's kernel figures.
+PKGS+=(iputils-ping tcpdump tshark python3-scapy qperf)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -40,6 +40,9 @@ H=$here/hosts.sh
 srdma=${1:?usage: net_wire.sh SRDMA_EXE [FUNC_TEST_DP_RC]}
 func_dp=${2:-}
 check_pcap=$here/check_pcap.py
+# Debian's python3 (python3-scapy) even when another one comes first in PATH.
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
 
 for p in tcpdump tshark ib_write_bw ibv_rc_pingpong; do
 	command -v "$p" >/dev/null ||
@@ -125,7 +128,7 @@ check()
 		fail "$check_pcap missing (it comes with the wire helper, branch h-wire)"
 		return
 	fi
-	if python3 "$check_pcap" "$f"; then
+	if "$py" "$check_pcap" "$f"; then
 		echo "net_wire: $what: check_pcap.py: ok"
 	else
 		fail "$what: check_pcap.py $f failed"
