@@ -61,8 +61,23 @@ int srdma_resp_self(struct srdma_context *ctx, uint32_t qpn,
 		    struct srdma_target *t);
 void srdma_resp_self_put(struct srdma_target *t);
 
+/**
+ * srdma_resp_target() - QP @qpn in the segment of @p (the host transport's
+ * target, @p referenced by the caller) as a target: its entry must be
+ * live and, unless @type is -1, of that enum ibv_qp_type. No reference is
+ * taken. Return: 0 with @t filled, or -ENOENT.
+ */
+int srdma_resp_target(struct srdma_context *ctx, struct srdma_peer *p,
+		      uint32_t qpn, int type, struct srdma_target *t);
+
 /* True if the target QP's state receives (RTR, RTS, SQD, SQE). */
 bool srdma_resp_qp_receives(const struct srdma_target *t);
+/* RC/UC: true if the target QP receives and is connected to @src_qpn. */
+bool srdma_resp_connected_to(const struct srdma_target *t, uint32_t src_qpn);
+/* UD: true if @qkey is the target QP's Q_Key. */
+bool srdma_resp_qkey_ok(const struct srdma_target *t, uint32_t qkey);
+/* The RNR NAK timer the target QP asks for (its min_rnr_timer), in ns. */
+uint64_t srdma_resp_rnr_timer_ns(const struct srdma_target *t);
 
 /**
  * srdma_resp_rq_begin() - lock the target's receive queue (its SRQ's if

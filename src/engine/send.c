@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * send.c - the engine: executes send work requests, initiator side and
- * (for the target, which stays passive) responder side.
+ * send.c - the engine's requester and completer for the host transport:
+ * executes send work requests in the initiator's thread; everything the
+ * target does (QP state and access, the key check of rkeys and receive
+ * buffers, receive queues, the target's CQEs and errors) is the
+ * responder's (responder.c), run here against the target's segment.
  *
  * ibv_post_send validates each WR (verbs-semantics §5.2) and executes it
  * at once, in the caller's thread: gather SGEs are checked against our
@@ -40,10 +43,10 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "engine/responder.h"
 #include "util/log.h"
 
 #define KIND_MR BIT(SRDMA_KIND_MR)
-#define KIND_ANY (BIT(SRDMA_KIND_MR) | BIT(SRDMA_KIND_MW1) | BIT(SRDMA_KIND_MW2))
 #define GRH_LEN 40u
 
 enum exec_result {
@@ -153,28 +156,6 @@ static int local_acquire(struct srdma_qp *qp, const struct srdma_swqe *w,
 	return 0;
 }
 
-/* The sub-list of @lb covering [off, off + len). */
-static uint32_t slice(const struct local_bufs *lb, uint64_t off, uint64_t len,
-		      struct iovec *out)
-{
-	uint32_t i, n = 0;
-
-	for (i = 0; i < lb->n && len; i++) {
-		uint64_t l = lb->iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		out[n].iov_base = (char *)lb->iov[i].iov_base + off;
-		out[n].iov_len = l - off < len ? l - off : len;
-		len -= out[n].iov_len;
-		off = 0;
-		n++;
-	}
-	return n;
-}
-
 /* After a failed copy: were our own buffers the problem? */
 static bool local_bad(const struct iovec *iov, uint32_t n, bool writable)
 {
@@ -187,86 +168,13 @@ static bool local_bad(const struct iovec *iov, uint32_t n, bool writable)
 	return false;
 }
 
-/* Copy between our iovs and [raddr, raddr + len) of the peer. */
-static int xcopy(struct srdma_peer *p, const struct iovec *liov, uint32_t n,
-		 uint64_t raddr, uint64_t len, bool to_peer)
-{
-	struct iovec r = { (void *)(uintptr_t)raddr, len };
-	ssize_t got;
-
-	if (!len)
-		return 0;
-	if (to_peer)
-		got = process_vm_writev(p->pid, liov, n, &r, 1, 0);
-	else
-		got = process_vm_readv(p->pid, liov, n, &r, 1, 0);
-	if (got == (ssize_t)len)
-		return 0;
-	if (got < 0 && errno == ESRCH)
-		return -ESRCH;
-	return -EFAULT;
-}
-
-/* A remote key, marked in flight under one of our access records. */
-struct rref {
-	struct srdma_key_ref ref;
-	int rec;
-};
-
-static int remote_acquire(struct srdma_context *ctx, struct srdma_peer *p,
-			  uint32_t key, unsigned int kinds, uint32_t pd,
-			  uint32_t access, uint64_t addr, uint64_t len,
-			  struct rref *rr)
-{
-	struct srdma_shm_access *rec = NULL;
-	uint64_t tag = 0;
-	int r;
-
-	rr->rec = -1;
-	if (!p->self) {
-		while ((rr->rec = srdma_host_acc_reserve(&ctx->host)) < 0)
-			sched_yield();
-		rec = srdma_seg_access(ctx->host.seg, (unsigned int)rr->rec);
-		tag = SRDMA_ACC_VALID | (uint64_t)p->reg_index << 32;
-	}
-	r = srdma_key_acquire(&p->kv, key, kinds, pd, access, addr, len, rec,
-			      tag, p->pid, p->start, &rr->ref);
-	if (r && rr->rec >= 0) {
-		srdma_host_acc_release(&ctx->host, rr->rec);
-		rr->rec = -1;
-	}
-	return r;
-}
-
-static void remote_release(struct srdma_context *ctx, struct rref *rr)
-{
-	srdma_key_release(&rr->ref);
-	if (rr->rec >= 0)
-		srdma_host_acc_release(&ctx->host, rr->rec);
-	rr->rec = -1;
-}
-
-/* ---- target resolution --------------------------------------------------- */
-
-struct target {
-	struct srdma_peer *p;
-	struct srdma_shm_qp *qp;
-	uint32_t qpn;
-};
-
-static bool qp_receives(uint32_t st)
-{
-	return st == IBV_QPS_RTR || st == IBV_QPS_RTS || st == IBV_QPS_SQD ||
-	       st == IBV_QPS_SQE;
-}
+/* ---- target resolution (host transport) ---------------------------------- */
 
 /* Resolve (@lid, @qpn) to a live QP entry of the right type. */
 static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
-		    struct target *t)
+		    struct srdma_target *t)
 {
 	struct srdma_peer *p;
-	struct srdma_shm_qp *sh;
-	uint32_t slot = qpn & ((1u << SRDMA_QPN_SHIFT) - 1);
 
 	/*
 	 * QPNs are host-unique and name their context, so the QPN routes.
@@ -276,7 +184,7 @@ static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
 	 */
 	(void)lid;
 	lid = qpn >> SRDMA_QPN_SHIFT;
-	if (!slot)
+	if (!(qpn & ((1u << SRDMA_QPN_SHIFT) - 1)))
 		return false;
 	/*
 	 * qp->peer's reference covers every use of the peer by this WR.
@@ -297,233 +205,21 @@ static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
 		if (!p || srdma_peer_gone(qp->ctx, p))
 			return false;
 	}
-	sh = srdma_seg_qp(p->seg, slot);
-	if (atomic_load_explicit(&sh->live, memory_order_acquire) !=
-	    SRDMA_OBJ_LIVE || sh->type != qp->type)
-		return false;
-	t->p = p;
-	t->qp = sh;
-	t->qpn = qpn;
-	return true;
+	return !srdma_resp_target(qp->ctx, p, qpn, qp->type, t);
 }
 
 /* RC/UC: the connected peer QP, which must be connected back to us. */
-static bool resolve_connected(struct srdma_qp *qp, struct target *t)
+static bool resolve_connected(struct srdma_qp *qp, struct srdma_target *t)
 {
 	uint32_t dlid = atomic_load(&qp->sh->dlid);
 	uint32_t dqpn = atomic_load(&qp->sh->dest_qpn);
 
 	if (!resolve(qp, dlid, dqpn, t))
 		return false;
-	if (!qp_receives(atomic_load(&t->qp->state)))
-		return false;
-	return atomic_load(&t->qp->dest_qpn) == qp->ib.qp.qp_num;
-}
-
-/* Move the target QP to ERR (responder error) and flush it. */
-static void target_error(struct srdma_qp *qp, struct target *t, uint32_t ev)
-{
-	uint32_t old = atomic_exchange(&t->qp->state, IBV_QPS_ERR);
-
-	if (old == IBV_QPS_ERR)
-		return;
-	if (!t->qp->srq)
-		srdma_rq_flush(qp->ctx, t->p, t->p->seg, t->qp, t->qpn);
-	else
-		srdma_aev_post(qp->ctx, t->p, IBV_EVENT_QP_LAST_WQE_REACHED,
-			       SRDMA_AEV_OBJ_QP, t->qpn &
-			       ((1u << SRDMA_QPN_SHIFT) - 1), t->qp->gen);
-	if (ev)
-		srdma_aev_post(qp->ctx, t->p, ev, SRDMA_AEV_OBJ_QP,
-			       t->qpn & ((1u << SRDMA_QPN_SHIFT) - 1),
-			       t->qp->gen);
-}
-
-/* ---- responder: receive queue -------------------------------------------- */
-
-struct rq_ctx {
-	struct srdma_shm_rq *rq;
-	struct srdma_shm_srq *srq;	/* or NULL */
-	uint32_t pd;			/* PD the receive buffers must be in */
-	struct srdma_shm_rwqe *wqe;	/* head WQE, rlock held */
-	uint32_t nsge;			/* its SGE count, checked */
-};
-
-/* Lock the target's RQ and find its next WQE. Return false if none. */
-static bool rq_begin(struct target *t, struct rq_ctx *rc)
-{
-	struct srdma_seg_hdr *seg = t->p->seg;
-	uint32_t size, wsz, max_sge;
-	uint64_t tail;
-	char *ring;
-
-	if (t->qp->srq) {
-		uint32_t s = t->qp->srq - 1;
-
-		if (s >= SRDMA_SEG_SRQ_SLOTS)
-			return false;
-		rc->srq = srdma_seg_srq(seg, s);
-		rc->rq = &rc->srq->rq;
-		rc->pd = rc->srq->pd_handle;
-	} else {
-		rc->srq = NULL;
-		rc->rq = &t->qp->rq;
-		rc->pd = t->qp->pd_handle;
-	}
-	srdma_shm_lock(&rc->rq->rlock);
-	/* The target's entry is writable by any process of the user: read
-	 * each field once and check the copies, so no index leaves the
-	 * ring arena (or the WQE slot). */
-	tail = atomic_load(&rc->rq->tail);
-	size = rc->rq->size;
-	wsz = rc->rq->wqe_size;
-	max_sge = rc->rq->max_sge;
-	ring = srdma_seg_ring(seg, rc->rq->ring_off, (uint64_t)size * wsz);
-	if ((rc->srq && atomic_load(&rc->srq->live) != SRDMA_OBJ_LIVE) ||
-	    atomic_load(&t->qp->live) != SRDMA_OBJ_LIVE || !size || !ring ||
-	    max_sge > SRDMA_MAX_SGE ||
-	    wsz < sizeof(struct srdma_shm_rwqe) +
-			  max_sge * sizeof(struct srdma_shm_rsge) ||
-	    tail >= atomic_load_explicit(&rc->rq->head,
-					 memory_order_acquire)) {
-		srdma_shm_unlock(&rc->rq->rlock);
-		return false;
-	}
-	rc->wqe = (struct srdma_shm_rwqe *)(ring + (tail & (size - 1)) * wsz);
-	rc->nsge = rc->wqe->num_sge;
-	if (rc->nsge > max_sge)
-		rc->nsge = max_sge;
-	return true;
-}
-
-/* Consume the WQE, post the target's CQE, unlock. */
-static void rq_complete(struct srdma_qp *qp, struct target *t,
-			struct rq_ctx *rc, struct srdma_shm_cqe *c,
-			bool solicited)
-{
-	uint64_t tail = atomic_load(&rc->rq->tail) + 1;
-	uint32_t limit;
-
-	c->wr_id = rc->wqe->wr_id;
-	c->qp_num = t->qpn;
-	atomic_store(&rc->rq->tail, tail);
-	srdma_cqe_post(qp->ctx, t->p, t->qp->recv_cq, c, solicited);
-	atomic_fetch_add_explicit(&t->qp->n_recv, 1, memory_order_relaxed);
-	if (rc->srq) {
-		limit = atomic_load(&rc->srq->limit);
-		if (limit && atomic_load(&rc->rq->head) - tail < limit &&
-		    atomic_compare_exchange_strong(&rc->srq->limit, &limit, 0))
-			srdma_aev_post(qp->ctx, t->p,
-				       IBV_EVENT_SRQ_LIMIT_REACHED,
-				       SRDMA_AEV_OBJ_SRQ,
-				       t->qp->srq - 1, rc->srq->gen);
-	}
-	srdma_shm_unlock(&rc->rq->rlock);
-}
-
-static void rq_abort(struct rq_ctx *rc)
-{
-	srdma_shm_unlock(&rc->rq->rlock);
-}
-
-/*
- * Scatter @len bytes of @lb (from @off) into the WQE's buffers at @skip
- * bytes into them. Return: 0, -EACCES (a receive buffer failed the key
- * check: responder LOC_PROT), -EFAULT (copy failed), -ESRCH (peer gone).
- */
-static int scatter(struct srdma_qp *qp, struct target *t, struct rq_ctx *rc,
-		   struct local_bufs *lb, uint64_t skip, uint64_t len,
-		   const void *prefix, uint32_t prefix_len)
-{
-	struct iovec iov[SRDMA_MAX_SGE + 1];
-	uint64_t done = 0, pdone = 0;
-	uint32_t i;
-
-	for (i = 0; i < rc->nsge && (done < len || pdone < prefix_len);
-	     i++) {
-		struct srdma_shm_rsge s = rc->wqe->sge[i];
-		uint64_t want, base = 0, from_prefix = 0;
-		struct rref rr;
-		uint32_t n = 0;
-		int r;
-
-		if (skip >= s.length) {
-			skip -= s.length;
-			continue;
-		}
-		want = s.length - skip;
-		if (pdone < prefix_len) {
-			from_prefix = prefix_len - pdone < want ?
-				      prefix_len - pdone : want;
-		}
-		if (want - from_prefix > len - done)
-			want = from_prefix + (len - done);
-		r = remote_acquire(qp->ctx, t->p, s.lkey, KIND_MR, rc->pd,
-				   IBV_ACCESS_LOCAL_WRITE, s.addr + skip, want,
-				   &rr);
-		if (r) {
-			srdma_dbg("receive buffer lkey %#x [%#llx+%llu] of QP %#x: %s",
-				  s.lkey, (unsigned long long)(s.addr + skip),
-				  (unsigned long long)want, t->qpn,
-				  srdma_key_fail_str(r));
-			return -EACCES;
-		}
-		if (from_prefix) {
-			iov[0].iov_base = (char *)prefix + pdone;
-			iov[0].iov_len = from_prefix;
-			n = 1;
-			pdone += from_prefix;
-			base = from_prefix;
-		}
-		n += slice(lb, done, want - base, iov + n);
-		r = xcopy(t->p, iov, n, rr.ref.host_addr, want, true);
-		remote_release(qp->ctx, &rr);
-		if (r)
-			return r;
-		done += want - base;
-		skip = 0;
-	}
-	return 0;
-}
-
-/* Bytes the head WQE takes: its SGEs up to the checked count rq_begin()
- * kept (the WQE's own num_sge is shared memory and may be anything). */
-static uint64_t wqe_capacity(const struct rq_ctx *rc)
-{
-	uint64_t t = 0;
-	uint32_t i;
-
-	for (i = 0; i < rc->nsge; i++)
-		t += rc->wqe->sge[i].length;
-	return t;
+	return srdma_resp_connected_to(t, qp->ib.qp.qp_num);
 }
 
 /* ---- the operations -------------------------------------------------------- */
-
-/* Remote key for WRITE/READ/ATOMIC, incl. the type 2B window's QP rule. */
-static int rkey_acquire(struct srdma_qp *qp, struct target *t, uint32_t rkey,
-			uint32_t access, uint64_t addr, uint64_t len,
-			struct rref *rr)
-{
-	int r = remote_acquire(qp->ctx, t->p, rkey, KIND_ANY,
-			       t->qp->pd_handle, access, addr, len, rr);
-
-	if (r) {
-		srdma_dbg("QP %#x: rkey %#x [%#llx+%llu] at QP %#x: %s",
-			  qp->ib.qp.qp_num, rkey, (unsigned long long)addr,
-			  (unsigned long long)len, t->qpn,
-			  srdma_key_fail_str(r));
-		return r;
-	}
-	if (rr->ref.snap.kind == SRDMA_KIND_MW2 &&
-	    rr->ref.snap.bind_qpn != t->qpn) {
-		remote_release(qp->ctx, rr);
-		srdma_dbg("rkey %#x: type 2 window bound through QP %#x, used through %#x",
-			  rkey, rr->ref.snap.bind_qpn, t->qpn);
-		return SRDMA_KCHK_ACCESS;
-	}
-	return 0;
-}
 
 /*
  * The requester's status when the responder's process is gone (a copy got
@@ -553,14 +249,34 @@ static void copy_failed(const struct srdma_qp *qp, struct outcome *o, int r,
 	o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
 }
 
+/* UD: the GRH the receiver finds in front of the payload (40 bytes). */
+static void build_grh(struct srdma_qp *qp, const struct srdma_swqe *w,
+		      uint64_t len, uint8_t *grh)
+{
+	union ibv_gid sgid;
+
+	grh[0] = 6 << 4;	/* IP version 6 */
+	*(uint16_t *)&grh[4] = htobe16((uint16_t)len);
+	grh[6] = 0x1b;		/* next header: IB */
+	grh[7] = w->ud_ah.grh.hop_limit;
+	sgid.global.subnet_prefix = htobe64(0xfe80000000000000ull);
+	sgid.global.interface_id = htobe64(
+		(be64toh(qp->ctx->dev->node_guid) & ~0xffffull) |
+		qp->ctx->host.lid);
+	memcpy(&grh[8], sgid.raw, 16);
+	memcpy(&grh[24], w->ud_ah.grh.dgid.raw, 16);
+}
+
 static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
-		     struct target *t, struct outcome *o)
+		     struct srdma_target *t, struct outcome *o)
 {
 	struct local_bufs lb;
-	struct rq_ctx rc;
+	struct srdma_rq_hold h;
 	struct srdma_shm_cqe c = { 0 };
+	struct iovec withgrh[SRDMA_MAX_SGE + 1];
+	const struct iovec *src;
 	uint8_t grh[GRH_LEN];
-	uint32_t prefix = 0;
+	uint32_t prefix = 0, nsrc;
 	bool ud = qp->type == IBV_QPT_UD, uc = qp->type == IBV_QPT_UC;
 	int r;
 
@@ -571,40 +287,35 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	o->byte_len = (uint32_t)lb.len;
 	if (ud && lb.len > 4096)	/* beyond the MTU: "sent", dropped */
 		goto out;
-	if (!rq_begin(t, &rc)) {
+	if (srdma_resp_rq_begin(t, &h)) {
 		local_release(&lb);
 		if (ud || uc)
 			return EXEC_DONE;	/* dropped */
 		return EXEC_RNR;
 	}
+	src = lb.iov;
+	nsrc = lb.n;
 	if (ud) {
 		prefix = GRH_LEN;
 		memset(grh, 0, sizeof(grh));
 		if (w->ud_ah.is_global) {
-			union ibv_gid sgid;
-
-			grh[0] = 6 << 4;	/* IP version 6 */
-			*(uint16_t *)&grh[4] = htobe16((uint16_t)lb.len);
-			grh[6] = 0x1b;		/* next header: IB */
-			grh[7] = w->ud_ah.grh.hop_limit;
-			sgid.global.subnet_prefix =
-				htobe64(0xfe80000000000000ull);
-			sgid.global.interface_id = htobe64(
-				(be64toh(qp->ctx->dev->node_guid) &
-				 ~0xffffull) | qp->ctx->host.lid);
-			memcpy(&grh[8], sgid.raw, 16);
-			memcpy(&grh[24], w->ud_ah.grh.dgid.raw, 16);
+			build_grh(qp, w, lb.len, grh);
 			c.wc_flags |= IBV_WC_GRH;
 		}
+		withgrh[0].iov_base = grh;
+		withgrh[0].iov_len = GRH_LEN;
+		memcpy(&withgrh[1], lb.iov, lb.n * sizeof(struct iovec));
+		src = withgrh;
+		nsrc = lb.n + 1;
 	}
-	if (lb.len + prefix > wqe_capacity(&rc)) {
-		if (uc && !rc.srq) {	/* silently dropped */
-			rq_abort(&rc);
+	if (lb.len + prefix > h.w.capacity) {
+		if (uc && !h.w.srq) {	/* silently dropped */
+			srdma_resp_rq_abort(&h);
 			goto out;
 		}
 		c.status = IBV_WC_LOC_LEN_ERR;
 		c.opcode = IBV_WC_RECV;
-		rq_complete(qp, t, &rc, &c, true);
+		srdma_resp_rq_complete(&h, &c, true);
 		if (!ud) {
 			o->req_status = uc ? IBV_WC_SUCCESS :
 					     IBV_WC_REM_INV_REQ_ERR;
@@ -614,12 +325,10 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 		goto out;
 	}
 	if (w->opcode == IBV_WR_SEND_WITH_INV) {
-		r = srdma_key_remote_invalidate(&t->p->kv, w->imm,
-						t->qp->pd_handle);
-		if (r) {
+		if (srdma_resp_invalidate(t, w->imm)) {
 			c.status = IBV_WC_REM_INV_REQ_ERR;
 			c.opcode = IBV_WC_RECV;
-			rq_complete(qp, t, &rc, &c, true);
+			srdma_resp_rq_complete(&h, &c, true);
 			o->req_status = IBV_WC_REM_INV_REQ_ERR;
 			o->resp_error = true;
 			o->resp_event = IBV_EVENT_QP_REQ_ERR;
@@ -628,16 +337,16 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 		c.wc_flags |= IBV_WC_WITH_INV;
 		c.imm = w->imm;
 	}
-	r = scatter(qp, t, &rc, &lb, 0, lb.len, grh, prefix);
-	if (r == -EACCES && uc && !rc.srq) {
+	r = srdma_resp_scatter(t, &h.w, 0, src, nsrc, lb.len + prefix);
+	if (r == -EACCES && uc && !h.w.srq) {
 		/* UC: the responder drops it, the WQE stays (§5.5). */
-		rq_abort(&rc);
+		srdma_resp_rq_abort(&h);
 		goto out;
 	}
 	if (r == -EACCES) {
 		c.status = IBV_WC_LOC_PROT_ERR;
 		c.opcode = IBV_WC_RECV;
-		rq_complete(qp, t, &rc, &c, true);
+		srdma_resp_rq_complete(&h, &c, true);
 		o->req_status = ud || uc ? IBV_WC_SUCCESS : IBV_WC_REM_OP_ERR;
 		o->resp_error = !ud && !uc;
 		o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
@@ -645,14 +354,14 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	}
 	if (r) {
 		if (r == -ESRCH || local_bad(lb.iov, lb.n, false)) {
-			rq_abort(&rc);
+			srdma_resp_rq_abort(&h);
 			o->req_status = r == -ESRCH ? peer_gone_status(qp) :
 					IBV_WC_LOC_PROT_ERR;
 			goto out;
 		}
 		c.status = IBV_WC_LOC_PROT_ERR;
 		c.opcode = IBV_WC_RECV;
-		rq_complete(qp, t, &rc, &c, true);
+		srdma_resp_rq_complete(&h, &c, true);
 		o->req_status = ud || uc ? IBV_WC_SUCCESS : IBV_WC_REM_OP_ERR;
 		o->resp_error = !ud;
 		o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
@@ -668,21 +377,21 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	c.src_qp = qp->ib.qp.qp_num;
 	c.slid = (uint16_t)qp->ctx->host.lid;
 	c.sl = ud ? w->ud_ah.sl : qp->attr.ah_attr.sl;
-	rq_complete(qp, t, &rc, &c, w->send_flags & IBV_SEND_SOLICITED);
+	srdma_resp_rq_complete(&h, &c, w->send_flags & IBV_SEND_SOLICITED);
 out:
 	local_release(&lb);
 	return EXEC_DONE;
 }
 
 static int exec_write(struct srdma_qp *qp, struct srdma_swqe *w,
-		      struct target *t, struct outcome *o)
+		      struct srdma_target *t, struct outcome *o)
 {
 	bool imm = w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 	bool uc = qp->type == IBV_QPT_UC;
 	struct srdma_shm_cqe c = { 0 };
 	struct local_bufs lb;
-	struct rq_ctx rc;
-	struct rref rr;
+	struct srdma_rq_hold h;
+	struct srdma_rmem m;
 	int r;
 
 	if (local_acquire(qp, w, 0, &lb)) {
@@ -690,11 +399,11 @@ static int exec_write(struct srdma_qp *qp, struct srdma_swqe *w,
 		return EXEC_DONE;
 	}
 	o->byte_len = (uint32_t)lb.len;
-	if (imm && !rq_begin(t, &rc)) {
+	if (imm && srdma_resp_rq_begin(t, &h)) {
 		local_release(&lb);
 		return uc ? EXEC_DONE : EXEC_RNR;
 	}
-	if (!(atomic_load(&t->qp->access) & IBV_ACCESS_REMOTE_WRITE)) {
+	if (!srdma_resp_qp_allows(t, IBV_ACCESS_REMOTE_WRITE)) {
 		if (!uc) {
 			o->req_status = IBV_WC_REM_INV_REQ_ERR;
 			o->resp_error = true;
@@ -703,8 +412,8 @@ static int exec_write(struct srdma_qp *qp, struct srdma_swqe *w,
 		goto fail_imm;
 	}
 	if (lb.len) {
-		r = rkey_acquire(qp, t, w->rkey, IBV_ACCESS_REMOTE_WRITE,
-				 w->remote_addr, lb.len, &rr);
+		r = srdma_resp_rkey(t, w->rkey, IBV_ACCESS_REMOTE_WRITE,
+				    w->remote_addr, lb.len, &m);
 		if (r) {
 			if (!uc) {
 				o->req_status = IBV_WC_REM_ACCESS_ERR;
@@ -713,14 +422,14 @@ static int exec_write(struct srdma_qp *qp, struct srdma_swqe *w,
 				if (imm) {
 					c.status = IBV_WC_LOC_ACCESS_ERR;
 					c.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
-					rq_complete(qp, t, &rc, &c, true);
+					srdma_resp_rq_complete(&h, &c, true);
 					imm = false;
 				}
 			}
 			goto fail_imm;
 		}
-		r = xcopy(t->p, lb.iov, lb.n, rr.ref.host_addr, lb.len, true);
-		remote_release(qp->ctx, &rr);
+		r = srdma_resp_copy(t, &m, 0, lb.iov, lb.n, lb.len, true);
+		srdma_resp_rkey_put(t, &m);
 		if (r) {
 			copy_failed(qp, o, r, lb.iov, lb.n, false,
 				    IBV_WC_REM_ACCESS_ERR);
@@ -739,23 +448,24 @@ static int exec_write(struct srdma_qp *qp, struct srdma_swqe *w,
 		c.imm = w->imm;
 		c.src_qp = qp->ib.qp.qp_num;
 		c.slid = (uint16_t)qp->ctx->host.lid;
-		rq_complete(qp, t, &rc, &c, w->send_flags & IBV_SEND_SOLICITED);
+		srdma_resp_rq_complete(&h, &c,
+				       w->send_flags & IBV_SEND_SOLICITED);
 	}
 	local_release(&lb);
 	return EXEC_DONE;
 
 fail_imm:
 	if (imm)
-		rq_abort(&rc);
+		srdma_resp_rq_abort(&h);
 	local_release(&lb);
 	return EXEC_DONE;
 }
 
 static int exec_read(struct srdma_qp *qp, struct srdma_swqe *w,
-		     struct target *t, struct outcome *o)
+		     struct srdma_target *t, struct outcome *o)
 {
 	struct local_bufs lb;
-	struct rref rr;
+	struct srdma_rmem m;
 	int r;
 
 	if (local_acquire(qp, w, IBV_ACCESS_LOCAL_WRITE, &lb)) {
@@ -763,23 +473,23 @@ static int exec_read(struct srdma_qp *qp, struct srdma_swqe *w,
 		return EXEC_DONE;
 	}
 	o->byte_len = (uint32_t)lb.len;
-	if (!(atomic_load(&t->qp->access) & IBV_ACCESS_REMOTE_READ)) {
+	if (!srdma_resp_qp_allows(t, IBV_ACCESS_REMOTE_READ)) {
 		o->req_status = IBV_WC_REM_INV_REQ_ERR;
 		o->resp_error = true;
 		o->resp_event = IBV_EVENT_QP_REQ_ERR;
 		goto out;
 	}
 	if (lb.len) {
-		r = rkey_acquire(qp, t, w->rkey, IBV_ACCESS_REMOTE_READ,
-				 w->remote_addr, lb.len, &rr);
+		r = srdma_resp_rkey(t, w->rkey, IBV_ACCESS_REMOTE_READ,
+				    w->remote_addr, lb.len, &m);
 		if (r) {
 			o->req_status = IBV_WC_REM_ACCESS_ERR;
 			o->resp_error = true;
 			o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
 			goto out;
 		}
-		r = xcopy(t->p, lb.iov, lb.n, rr.ref.host_addr, lb.len, false);
-		remote_release(qp->ctx, &rr);
+		r = srdma_resp_copy(t, &m, 0, lb.iov, lb.n, lb.len, false);
+		srdma_resp_rkey_put(t, &m);
 		if (r)
 			copy_failed(qp, o, r, lb.iov, lb.n, true,
 				    IBV_WC_REM_ACCESS_ERR);
@@ -789,14 +499,31 @@ out:
 	return EXEC_DONE;
 }
 
-static int exec_atomic(struct srdma_qp *qp, struct srdma_swqe *w,
-		       struct target *t, struct outcome *o)
+/* Write @len bytes at @src into our own buffers @iov (which may have been
+ * unmapped since they were checked: an error return, never a signal). */
+static int own_write(const void *src, const struct iovec *iov, uint32_t n)
 {
-	struct iovec self;
+	pid_t me = getpid();
+	uint64_t off = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct iovec from = { (char *)src + off, iov[i].iov_len };
+
+		if (process_vm_writev(me, &from, 1, &iov[i], 1, 0) !=
+		    (ssize_t)iov[i].iov_len)
+			return -EFAULT;
+		off += iov[i].iov_len;
+	}
+	return 0;
+}
+
+static int exec_atomic(struct srdma_qp *qp, struct srdma_swqe *w,
+		       struct srdma_target *t, struct outcome *o)
+{
 	struct local_bufs lb;
-	pthread_mutex_t *m;
-	uint64_t old, nv;
-	struct rref rr;
+	struct srdma_rmem m;
+	uint64_t old;
 	int r;
 
 	if (local_acquire(qp, w, IBV_ACCESS_LOCAL_WRITE, &lb)) {
@@ -804,41 +531,28 @@ static int exec_atomic(struct srdma_qp *qp, struct srdma_swqe *w,
 		return EXEC_DONE;
 	}
 	o->byte_len = 8;
-	if (!(atomic_load(&t->qp->access) & IBV_ACCESS_REMOTE_ATOMIC) ||
+	if (!srdma_resp_qp_allows(t, IBV_ACCESS_REMOTE_ATOMIC) ||
 	    (w->remote_addr & 7)) {
 		o->req_status = IBV_WC_REM_INV_REQ_ERR;
 		o->resp_error = true;
 		o->resp_event = IBV_EVENT_QP_REQ_ERR;
 		goto out;
 	}
-	r = rkey_acquire(qp, t, w->rkey, IBV_ACCESS_REMOTE_ATOMIC,
-			 w->remote_addr, 8, &rr);
+	r = srdma_resp_rkey(t, w->rkey, IBV_ACCESS_REMOTE_ATOMIC,
+			    w->remote_addr, 8, &m);
 	if (r) {
 		o->req_status = IBV_WC_REM_ACCESS_ERR;
 		o->resp_error = true;
 		o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
 		goto out;
 	}
-	m = srdma_host_atomic_lock(qp->ctx, t->p->pid, rr.ref.host_addr);
-	if (!m) {
-		remote_release(qp->ctx, &rr);
+	r = srdma_resp_atomic(t, &m, w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP,
+			      w->compare_add, w->swap, &old);
+	srdma_resp_rkey_put(t, &m);
+	if (r == -EIO) {
 		o->req_status = IBV_WC_GENERAL_ERR;
 		goto out;
 	}
-	self.iov_base = &old;
-	self.iov_len = 8;
-	r = xcopy(t->p, &self, 1, rr.ref.host_addr, 8, false);
-	if (!r) {
-		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)
-			nv = old == w->compare_add ? w->swap : old;
-		else
-			nv = old + w->compare_add;
-		self.iov_base = &nv;
-		if (nv != old || w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-			r = xcopy(t->p, &self, 1, rr.ref.host_addr, 8, true);
-	}
-	srdma_shm_unlock(m);
-	remote_release(qp->ctx, &rr);
 	if (r) {
 		o->req_status = r == -ESRCH ? peer_gone_status(qp) :
 				IBV_WC_REM_ACCESS_ERR;
@@ -847,24 +561,8 @@ static int exec_atomic(struct srdma_qp *qp, struct srdma_swqe *w,
 		goto out;
 	}
 	/* The original value into our buffer (it may be unmapped). */
-	{
-		struct srdma_peer me = { .pid = getpid() };
-		uint32_t i;
-		uint64_t off = 0;
-
-		for (i = 0; i < lb.n; i++) {
-			struct iovec src = { (char *)&old + off,
-					     lb.iov[i].iov_len };
-
-			if (xcopy(&me, &src, 1,
-				  (uintptr_t)lb.iov[i].iov_base,
-				  lb.iov[i].iov_len, true)) {
-				o->req_status = IBV_WC_LOC_PROT_ERR;
-				break;
-			}
-			off += lb.iov[i].iov_len;
-		}
-	}
+	if (own_write(&old, lb.iov, lb.n))
+		o->req_status = IBV_WC_LOC_PROT_ERR;
 out:
 	local_release(&lb);
 	return EXEC_DONE;
@@ -951,7 +649,7 @@ static int unanswered(struct srdma_qp *qp, struct srdma_swqe *w,
 static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 {
 	struct outcome o = { .req_status = IBV_WC_SUCCESS };
-	struct target t;
+	struct srdma_target t;
 	bool signaled = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
 	uint32_t st = atomic_load(&qp->sh->state);
 	int r = EXEC_DONE;
@@ -976,11 +674,11 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	}
 	if (qp->type == IBV_QPT_UD) {
 		if (!resolve(qp, w->ud_dlid, w->ud_qpn, &t) ||
-		    !qp_receives(atomic_load(&t.qp->state))) {
+		    !srdma_resp_qp_receives(&t)) {
 			o.byte_len = (uint32_t)sge_total(w);
 			goto done;	/* nobody there: dropped */
 		}
-		if (atomic_load(&t.qp->qkey) != w->ud_qkey)
+		if (!srdma_resp_qkey_ok(&t, w->ud_qkey))
 			goto done;	/* Q_Key violation: dropped */
 		r = exec_send(qp, w, &t, &o);
 		goto done;
@@ -1016,7 +714,7 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	}
 	if (r == EXEC_RNR) {
 		uint64_t now = srdma_now_ns();
-		uint64_t tmo = srdma_rnr_timer_ns(t.qp->min_rnr_timer);
+		uint64_t tmo = srdma_resp_rnr_timer_ns(&t);
 
 		/* A dead responder sends no RNR NAK: from now on the
 		 * request goes unanswered (the kernel is asked at most once
@@ -1036,7 +734,7 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		r = EXEC_DONE;
 	}
 	if (o.resp_error)
-		target_error(qp, &t, o.resp_event);
+		srdma_resp_qp_error(&t, o.resp_event);
 done:
 	if (o.req_status != IBV_WC_SUCCESS) {
 		post_own(qp, w, o.req_status, 0);

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define SRDMA_IPV4_HDR_BYTES 20
 #define SRDMA_IPV6_HDR_BYTES 40
@@ -53,5 +54,16 @@ uint32_t srdma_crc32(uint32_t crc, const void *buf, size_t len);
  */
 uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 		    const uint8_t *ib, size_t ib_len);
+
+/**
+ * srdma_icrc_iov() - srdma_icrc() of a packet whose BTH, extended headers,
+ * payload and pad (no ICRC) are the @n iovecs of @iov, in order; the
+ * pieces may split anywhere, even inside the BTH. Nothing is copied but
+ * the BTH. Return: as srdma_icrc() (0 and meaningless for fewer than
+ * SRDMA_BTH_BYTES in all or an IP version other than 4 or 6).
+ */
+uint32_t srdma_icrc_iov(const uint8_t *ip,
+			const uint8_t udp[SRDMA_UDP_HDR_BYTES],
+			const struct iovec *iov, int n);
 
 #endif

@@ -231,6 +231,20 @@ bool srdma_gid_is_v4(const uint8_t gid[16]);
 uint32_t srdma_wire_icrc(const struct srdma_wire_path *path,
 			 const struct iovec *iov, int n);
 
+/**
+ * srdma_wire_ip_udp() - the IP and UDP headers the kernel will put in
+ * front of @ib_len bytes (BTH through ICRC) sent on @path from an
+ * unconnected socket with IP_PMTUDISC_DO: IPv4 with identification 0,
+ * DF, TTL 64 and its header checksum; IPv6 with hop limit 64, no traffic
+ * class or flow label; UDP with checksum 0. srdma_wire_icrc() covers
+ * these, and pcap records show them.
+ * Return: the IP header length written at @ip (20 or 40); the UDP header
+ * is at @udp.
+ */
+size_t srdma_wire_ip_udp(const struct srdma_wire_path *path, size_t ib_len,
+			 uint8_t ip[SRDMA_IPV6_HDR_BYTES],
+			 uint8_t udp[SRDMA_UDP_HDR_BYTES]);
+
 /* Store @icrc little-endian at @p, as it goes on the wire. */
 void srdma_wire_put_icrc(uint8_t *p, uint32_t icrc);
 
