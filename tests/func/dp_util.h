@@ -167,9 +167,8 @@ static inline int dp_qp_connect(struct ibv_qp *qp, uint32_t rqpn, uint16_t rlid,
 		a.path_mtu = IBV_MTU_1024;
 		a.dest_qp_num = rqpn;
 		a.rq_psn = 0;
-		r = fu_ah_fill(qp->context, &a.ah_attr, rlid);
-		if (r)
-			return r;
+		a.ah_attr.dlid = rlid;
+		a.ah_attr.port_num = 1;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
 	}

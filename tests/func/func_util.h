@@ -137,54 +137,6 @@ static inline struct ibv_context *fu_open_srdma(void)
 	return ctx;
 }
 
-/*
- * fu_ah_fill() - the address vector, on port 1 of @ctx, of a peer context
- * on this host whose port has LID @dlid. On an InfiniBand port that is the
- * LID. On an Ethernet (RoCE) port the LID is 0 and a GRH is required: the
- * destination is then a GID, and a peer on this host (in this network
- * namespace) has the same GID table as we do, so it is our own entry: the
- * first IPv4-mapped one (::ffff:a.b.c.d, RoCE v2 over IPv4), else entry 0.
- * This is how the functional tests run over the net transport
- * (SRDMA_TRANSPORT=net, tests/net). Makes no cmocka call, so a forked
- * child may use it. Return: 0, or an errno from ibv_query_port/_gid.
- */
-static inline int fu_ah_fill(struct ibv_context *ctx, struct ibv_ah_attr *ah,
-			     uint16_t dlid)
-{
-	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0,
-					     0, 0, 0xff, 0xff};
-	struct ibv_port_attr pa;
-	union ibv_gid gid;
-	int i, idx = 0, r;
-
-	memset(ah, 0, sizeof(*ah));
-	ah->dlid = dlid;
-	ah->port_num = 1;
-	memset(&pa, 0, sizeof(pa));
-	r = ibv_query_port(ctx, 1, &pa);
-	if (r)
-		return r;
-	if (pa.link_layer != IBV_LINK_LAYER_ETHERNET)
-		return 0;
-	for (i = 0; i < pa.gid_tbl_len; i++) {
-		if (ibv_query_gid(ctx, 1, i, &gid))
-			break;
-		if (!memcmp(gid.raw, v4mapped, sizeof(v4mapped))) {
-			idx = i;
-			break;
-		}
-	}
-	r = ibv_query_gid(ctx, 1, idx, &gid);
-	if (r)
-		return r;
-	ah->dlid = 0;
-	ah->is_global = 1;
-	ah->grh.dgid = gid;
-	ah->grh.sgid_index = (uint8_t)idx;
-	ah->grh.hop_limit = 64;
-	return 0;
-}
-
 static inline void *fu_map(size_t len, int prot)
 {
 	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -117,14 +117,12 @@ static int ps_connect(struct pside *s, const struct pinfo *peer)
 					 .rnr_retry = 7,
 					 .timeout = 14,
 					 .retry_cnt = 7};
-	struct ibv_ah_attr ah;
+	struct ibv_ah_attr ah = {.dlid = peer->lid, .port_num = 1};
 	int i;
 
 	for (i = 0; i < NQ; i++)
 		if (dp_qp_connect(s->qp[i], peer->qpn[i], peer->lid, &k))
 			return -1;
-	if (fu_ah_fill(s->ctx, &ah, peer->lid))
-		return -1;
 	s->ah = ibv_create_ah(s->pd, &ah);
 	return s->ah ? 0 : -1;
 }
