@@ -11,6 +11,12 @@ PKGS=(build-essential cmake pkg-config libcmocka-dev
       libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils
       perftest python3-pyverbs libucx-dev libfabric-dev iproute2 procps
       cppcheck)
+# The net transport's tests: capture and decode (tshark, tcpdump, scapy),
+# faults and benchmarks (iptables, qperf), the wire fuzzer (clang with
+# libFuzzer's runtime).
+PKGS+=(tshark tcpdump python3-scapy iptables qperf clang libclang-rt-dev)
+# ping for the test hosts' self-test (tests/net/test_hosts.sh).
+PKGS+=(iputils-ping)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -28,6 +28,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "transport/net/net.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -110,6 +111,14 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 	if (ret) {
 		srdma_err("%s: cannot attach to host registry: %s",
 			  dev->ibdev.name, strerror(-ret));
+		goto err_free;
+	}
+	/* The port's GID table: IB, from the LID; Ethernet, from the
+	 * namespace's interfaces (none up: no RoCE port, -ENODEV). */
+	ret = srdma_gid_table_build(&ctx->gids, ctx->host.lid,
+				    dev->node_guid);
+	if (ret) {
+		srdma_host_detach(&ctx->host);
 		goto err_free;
 	}
 	dontfork(ctx->host.seg, ctx->host.seg_size);
@@ -199,6 +208,9 @@ int srdma_context_close(struct srdma_context *ctx)
 	eng = srdma_engine_ops_get();
 	if (eng)
 		eng->ctx_stop(ctx);
+	/* The net transport's endpoint (thread, sockets), if one was opened. */
+	if (atomic_load(&ctx->net))
+		srdma_net_ctx_close(ctx);
 	srdma_handle_del(ctx, SRDMA_OBJ_CTX);
 	srdma_peer_fini(ctx);
 	unlinkat(ctx->host.dirfd, ctx->async_path, 0);

@@ -21,6 +21,7 @@
 #include "core/key_table.h"
 #include "util/compiler.h"
 #include "transport/host/host.h"
+#include "transport/net/gid.h"
 
 /* ---- device limits (reported by ibv_query_device) --------------------- */
 #define SRDMA_KEY_SLOTS SRDMA_SEG_KEY_SLOTS /* MRs + MWs + relaxed pool */
@@ -106,6 +107,8 @@ struct srdma_context {
 	struct srdma_device *dev;	/* immutable */
 	pthread_mutex_t lock;		/* the context lock (see core.h) */
 	struct srdma_host_ctx host;	/* immutable after open */
+	struct srdma_gid_table gids;	/* immutable after open: port 1's GID
+					 * table (transport/net/gid.c) */
 	uint32_t fork_gen;		/* immutable: srdma_fork_gen at open */
 	struct srdma_key_table kt;	/* lock */
 	uint32_t next_pd_handle;	/* lock */

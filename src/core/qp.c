@@ -25,6 +25,7 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "transport/net/net.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -337,6 +338,14 @@ int srdma_qp_create(struct srdma_context *ctx,
 	atomic_fetch_add(&pd->usecnt, 1);
 	atomic_store_explicit(&sh->live, SRDMA_OBJ_LIVE, memory_order_release);
 	pthread_mutex_unlock(&ctx->lock);
+	/* net transport: a RoCE port's QPs get their net half (qp_net.c). */
+	if (srdma_link_is_eth()) {
+		ret = srdma_net_qp_create(qp);
+		if (ret) {
+			srdma_qp_destroy(qp);
+			return ret;
+		}
+	}
 	a->cap = qp->cap;
 	*out = qp;
 	return 0;
@@ -386,6 +395,7 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	/* A progress sweep that pinned it before may still hold it. */
 	while (atomic_load(&qp->busy))
 		sched_yield();
+	srdma_net_qp_destroy(qp);	/* net transport (no-op without) */
 	pthread_mutex_lock(&qp->sq_lock);
 	sq_drop_locked(qp);
 	srdma_peer_put(ctx, qp->peer);
@@ -419,7 +429,8 @@ uint32_t srdma_av_lid(const struct ibv_ah_attr *ah)
 {
 	if (ah->dlid)
 		return ah->dlid;
-	if (ah->is_global)
+	/* A RoCE GID is an IP address: it names no LID (the QPN routes). */
+	if (ah->is_global && !srdma_link_is_eth())
 		return be64toh(ah->grh.dgid.global.interface_id) & 0xffff;
 	return 0;
 }
@@ -445,6 +456,8 @@ void srdma_qp_set_error(struct srdma_qp *qp)
 	pthread_mutex_lock(&qp->sq_lock);
 	if (eng)
 		eng->sq_flush_locked(qp);
+	if (qp->net)	/* net transport: its requester's WQEs too */
+		srdma_netreq_flush_locked(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 }
 
@@ -469,9 +482,18 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 		ret = -EINVAL;
 		goto out;
 	}
+	/* RoCE port: GRH required, SGIDs and MTU as the port shows them. */
+	if (srdma_link_is_eth()) {
+		lim.gid_tbl_len = qp->ctx->gids.n;
+		lim.grh_required = true;
+		lim.max_path_mtu = srdma_gid_active_mtu(&qp->ctx->gids);
+	}
 	ret = srdma_qp_attr_check(qp->type, attr, mask, &lim);
 	if (!ret)
 		ret = srdma_qp_modify_check(qp->type, cur, next, mask);
+	/* net transport: choose it, set its path and PSNs (qp_net.c). */
+	if (!ret)
+		ret = srdma_net_qp_modify(qp, attr, mask);
 	if (ret) {
 		srdma_dbg("modify_qp %#x: %s -> %s with mask %#x refused",
 			  qp->ib.qp.qp_num, srdma_qp_state_str(cur),

@@ -227,11 +227,15 @@ int srdma_qp_modify_check(enum ibv_qp_type type, enum ibv_qp_state cur,
 	return 0;
 }
 
-/* The rules an address vector must obey: our one port, a real SGID. */
+/* The rules an address vector must obey: our one port, a real SGID, and
+ * on a RoCE port a GRH (there is no LID to route by), as rdma-core's
+ * providers and the kernel's RoCE path check. */
 static bool ah_ok(const struct ibv_ah_attr *ah,
 		  const struct srdma_qp_limits *lim)
 {
 	if (ah->port_num != 1)
+		return false;
+	if (lim->grh_required && !ah->is_global)
 		return false;
 	if (ah->is_global && ah->grh.sgid_index >= lim->gid_tbl_len)
 		return false;
@@ -251,6 +255,10 @@ int srdma_qp_attr_check(enum ibv_qp_type type, const struct ibv_qp_attr *attr,
 		return -EINVAL;
 	if ((attr_mask & IBV_QP_PATH_MTU) &&
 	    (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096))
+		return -EINVAL;
+	/* Above the port's MTU: rejected, as rxe does (roce-wire.md 1.10). */
+	if ((attr_mask & IBV_QP_PATH_MTU) && lim->max_path_mtu &&
+	    (uint32_t)attr->path_mtu > lim->max_path_mtu)
 		return -EINVAL;
 	if ((attr_mask & IBV_QP_TIMEOUT) && attr->timeout > 31)
 		return -EINVAL;

@@ -17,6 +17,7 @@
 #define SRDMA_CORE_QP_STATE_H
 
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Device limits the attribute values are checked against. */
@@ -26,6 +27,9 @@ struct srdma_qp_limits {
 	uint32_t max_qp_dest_rd_atom;	/* bound on max_dest_rd_atomic: ones
 					 * we serve as responder at once */
 	uint32_t gid_tbl_len;		/* SGID table size of port 1 */
+	bool grh_required;		/* RoCE port: an AV must be global */
+	uint32_t max_path_mtu;		/* enum ibv_mtu: the port's active
+					 * MTU; 0 for no bound beyond 4096 */
 };
 
 /**

@@ -176,11 +176,20 @@ int srdma_ah_create(struct ibv_pd *ibpd, struct ibv_ah_attr *a,
 		return -EINVAL;
 	if (a->port_num != 1)
 		return -EINVAL;
-	if (a->is_global && a->grh.sgid_index >= 1)
-		return -EINVAL;
-	lid = srdma_av_lid(a);
-	if (!lid)
-		return -EINVAL;
+	if (srdma_link_is_eth()) {
+		/* RoCE: a GRH with one of our GIDs; the QPN routes, the
+		 * LID is unused (0). */
+		if (!a->is_global ||
+		    a->grh.sgid_index >= pd->ctx->gids.n)
+			return -EINVAL;
+		lid = 0;
+	} else {
+		if (a->is_global && a->grh.sgid_index >= 1)
+			return -EINVAL;
+		lid = srdma_av_lid(a);
+		if (!lid)
+			return -EINVAL;
+	}
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)
 		return -ENOMEM;

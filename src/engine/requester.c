@@ -250,10 +250,11 @@ static void build_grh(struct srdma_qp *qp, const struct srdma_swqe *w,
 	*(uint16_t *)&grh[4] = htobe16((uint16_t)len);
 	grh[6] = 0x1b;		/* next header: IB */
 	grh[7] = w->ud_ah.grh.hop_limit;
-	sgid.global.subnet_prefix = htobe64(0xfe80000000000000ull);
-	sgid.global.interface_id = htobe64(
-		(be64toh(qp->ctx->dev->node_guid) & ~0xffffull) |
-		qp->ctx->host.lid);
+	/* Our GID at the AH's index (the AH checked it): the LID-derived
+	 * one on IB, an IP GID on RoCE. */
+	sgid = w->ud_ah.grh.sgid_index < qp->ctx->gids.n
+		       ? qp->ctx->gids.e[w->ud_ah.grh.sgid_index].gid
+		       : qp->ctx->gids.e[0].gid;
 	memcpy(&grh[8], sgid.raw, 16);
 	memcpy(&grh[24], w->ud_ah.grh.dgid.raw, 16);
 }

@@ -5,11 +5,14 @@
  * counterparts).
  *
  * The attributes are honest for a software device: limits we enforce,
- * capabilities we implement. Port 1 is an InfiniBand port that is always
- * ACTIVE; its LID is the context's host-unique LID from the registry and
- * GID[0] is fe80::/64 with an interface id built from the host's node GUID
- * and that LID, so a GID decodes to its LID. Errors are converted here,
- * once, to each function's public convention.
+ * capabilities we implement. Port 1 is always ACTIVE. By default it is an
+ * InfiniBand port: its LID is the context's host-unique LID from the
+ * registry and GID[0] is fe80::/64 with an interface id built from the
+ * host's node GUID and that LID, so a GID decodes to its LID. With
+ * SRDMA_LINK_LAYER=eth it is a RoCE port: LID 0, the GID table and the
+ * MTU from the namespace's interfaces (transport/net/gid.c, built into
+ * ctx->gids at open). Errors are converted here, once, to each function's
+ * public convention.
  */
 #include <errno.h>
 #include <endian.h>
@@ -197,6 +200,16 @@ void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a)
 	a->active_speed = 32;	/* 25 Gb/s lanes (EDR) */
 	a->phys_state = 5;	/* LinkUp */
 	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	if (srdma_link_is_eth()) {
+		/* A RoCE port, as rxe shows one: no LID, no SM, the MTU of
+		 * the interface, GIDs from its addresses. */
+		a->link_layer = IBV_LINK_LAYER_ETHERNET;
+		a->lid = 0;
+		a->active_mtu = srdma_gid_active_mtu(&ctx->gids);
+		a->max_mtu = a->active_mtu;
+		a->gid_tbl_len = SRDMA_GID_MAX;
+		a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	}
 }
 
 /* The exported symbol takes the compat struct: everything up to
@@ -215,15 +228,11 @@ SRDMA_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
-static void gid_of(struct srdma_context *ctx, union ibv_gid *gid)
+/* Slots of the port's GID table: IB has one, Ethernet SRDMA_GID_MAX of
+ * which the first ctx->gids.n are filled (the rest read as empty). */
+static uint32_t gid_tbl_len(void)
 {
-	uint64_t ifid = be64toh(ctx->dev->node_guid);
-
-	/* fe80::/64, interface id = node GUID with the LID in its low 16
-	 * bits, so the GID decodes to the LID. */
-	ifid = (ifid & ~0xffffull) | (ctx->host.lid & 0xffff);
-	gid->global.subnet_prefix = htobe64(0xfe80000000000000ull);
-	gid->global.interface_id = htobe64(ifid);
+	return srdma_link_is_eth() ? SRDMA_GID_MAX : SRDMA_GID_TBL_LEN;
 }
 
 SRDMA_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
@@ -232,23 +241,29 @@ SRDMA_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num,
 	struct srdma_context *ctx = srdma_ctx_lookup(context);
 
 	if (!ctx || !gid || port_num != 1 || index < 0 ||
-	    index >= SRDMA_GID_TBL_LEN) {
+	    (uint32_t)index >= gid_tbl_len()) {
 		errno = EINVAL;
 		return -1;
 	}
-	gid_of(ctx, gid);
+	/* An empty slot reads as the zero GID, as in rdma-core. */
+	if ((uint32_t)index < ctx->gids.n)
+		*gid = ctx->gids.e[index].gid;
+	else
+		memset(gid, 0, sizeof(*gid));
 	return 0;
 }
 
 static void fill_gid_entry(struct srdma_context *ctx, struct ibv_gid_entry *e,
 			   uint32_t index)
 {
+	const struct srdma_gid_ent *g = &ctx->gids.e[index];
+
 	memset(e, 0, sizeof(*e));
-	gid_of(ctx, &e->gid);
+	e->gid = g->gid;
 	e->gid_index = index;
 	e->port_num = 1;
-	e->gid_type = IBV_GID_TYPE_IB;
-	e->ndev_ifindex = 0;
+	e->gid_type = g->type;
+	e->ndev_ifindex = g->ifindex;
 }
 
 SRDMA_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
@@ -262,7 +277,7 @@ SRDMA_EXPORT int _ibv_query_gid_ex(struct ibv_context *context,
 	if (!ctx || !entry || flags || port_num != 1 ||
 	    entry_size < sizeof(e))
 		return EINVAL;
-	if (gid_index >= SRDMA_GID_TBL_LEN)
+	if (gid_index >= ctx->gids.n)
 		return ENODATA;
 	fill_gid_entry(ctx, &e, gid_index);
 	memcpy(entry, &e, sizeof(e));
@@ -275,11 +290,13 @@ SRDMA_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context,
 					  size_t entry_size)
 {
 	struct srdma_context *ctx = srdma_ctx_lookup(context);
-	size_t i, n = SRDMA_GID_TBL_LEN;
+	size_t i, n;
 
 	if (!ctx || !entries || !max_entries || flags ||
 	    entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
+	/* Only the valid entries, and all of them, as the kernel does. */
+	n = ctx->gids.n;
 	if (max_entries < n)
 		return -EINVAL;
 	for (i = 0; i < n; i++)
@@ -298,11 +315,15 @@ SRDMA_EXPORT int ibv_query_gid_type(struct ibv_context *context,
 {
 	struct srdma_context *ctx = srdma_ctx_lookup(context);
 
-	if (!ctx || !type || port_num != 1 || index >= SRDMA_GID_TBL_LEN) {
+	/* An empty slot has no type: its sysfs file reads EINVAL. */
+	if (!ctx || !type || port_num != 1 || index >= gid_tbl_len() ||
+	    index >= ctx->gids.n) {
 		errno = EINVAL;
 		return -1;
 	}
-	*type = SRDMA_GID_TYPE_SYSFS_IB_ROCE_V1;
+	*type = ctx->gids.e[index].type == IBV_GID_TYPE_ROCE_V2
+			? SRDMA_GID_TYPE_SYSFS_ROCE_V2
+			: SRDMA_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 

@@ -431,6 +431,13 @@ SRDMA_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
 		ah_attr->grh.traffic_class =
 			(be32toh(grh->version_tclass_flow) >> 20) & 0xff;
 		ah_attr->grh.sgid_index = 0;
+		/* RoCE: the GID the message was sent to names our SGID. */
+		if (srdma_link_is_eth()) {
+			int idx = srdma_gid_find(&to_sctx(context)->gids,
+						 &grh->dgid);
+
+			ah_attr->grh.sgid_index = idx > 0 ? (uint8_t)idx : 0;
+		}
 	}
 	return 0;
 }

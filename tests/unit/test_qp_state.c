@@ -513,7 +513,7 @@ static void test_qp_attr_each_bad_value_fails(void **state)
 
 static void test_qp_attr_limits_come_from_the_device(void **state)
 {
-	struct srdma_qp_limits l0 = { 0, 0, 1 };
+	struct srdma_qp_limits l0 = { .gid_tbl_len = 1 };
 	struct ibv_qp_attr a;
 
 	good_attr(&a);
@@ -539,6 +539,43 @@ static void test_qp_attr_limits_come_from_the_device(void **state)
 	/* No bits, nothing read. */
 	memset(&a, 0xa5, sizeof(a));
 	assert_int_equal(srdma_qp_attr_check(IBV_QPT_RC, &a, 0, &l0), 0);
+}
+
+/* A RoCE port (link layer Ethernet): an AV without a GRH has no address,
+ * and a path MTU above the port's active MTU is refused. */
+static void test_qp_attr_roce_rules(void **state)
+{
+	struct srdma_qp_limits roce = lim;
+	struct ibv_qp_attr a;
+
+	roce.grh_required = true;
+	roce.max_path_mtu = IBV_MTU_1024;
+	good_attr(&a);
+	a.path_mtu = IBV_MTU_1024;
+	assert_int_equal(srdma_qp_attr_check(IBV_QPT_RC, &a,
+					     IBV_QP_AV | IBV_QP_PATH_MTU,
+					     &roce), 0);
+	a.path_mtu = IBV_MTU_2048;
+	assert_int_equal(srdma_qp_attr_check(IBV_QPT_RC, &a, IBV_QP_PATH_MTU,
+					     &roce), -EINVAL);
+	a.path_mtu = IBV_MTU_256;
+	assert_int_equal(srdma_qp_attr_check(IBV_QPT_UC, &a, IBV_QP_PATH_MTU,
+					     &roce), 0);
+	a.ah_attr.is_global = 0;
+	assert_int_equal(srdma_qp_attr_check(IBV_QPT_RC, &a, IBV_QP_AV,
+					     &roce), -EINVAL);
+	assert_int_equal(srdma_qp_attr_check(IBV_QPT_UC, &a, IBV_QP_AV,
+					     &roce), -EINVAL);
+	/* The same AV is fine on InfiniBand (the LID routes). */
+	assert_int_equal(srdma_qp_attr_check(IBV_QPT_RC, &a, IBV_QP_AV,
+					     &lim), 0);
+	/* The alternate path obeys the same rule. */
+	good_attr(&a);
+	assert_int_equal(srdma_qp_attr_check(IBV_QPT_RC, &a, IBV_QP_ALT_PATH,
+					     &roce), -EINVAL);
+	a.alt_ah_attr.is_global = 1;
+	assert_int_equal(srdma_qp_attr_check(IBV_QPT_RC, &a, IBV_QP_ALT_PATH,
+					     &roce), 0);
 }
 
 static void test_qp_rnr_timer_table(void **state)
@@ -611,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_qp_attr_values_at_the_limits),
 		cmocka_unit_test(test_qp_attr_each_bad_value_fails),
 		cmocka_unit_test(test_qp_attr_limits_come_from_the_device),
+		cmocka_unit_test(test_qp_attr_roce_rules),
 		cmocka_unit_test(test_qp_rnr_timer_table),
 		cmocka_unit_test(test_qp_ack_timeout_table),
 		cmocka_unit_test(test_qp_state_names),

@@ -326,9 +326,15 @@ struct srdma_shm_qp {
 	uint32_t rq_psn;		/* owner (status only) */
 	_Atomic uint64_t n_sent;	/* counters for srdma status; relaxed */
 	_Atomic uint64_t n_recv;
-	uint64_t reserved[13];
+	/* Net transport (Ethernet link layer): ring-arena offset of the QP's
+	 * struct srdma_net_qp_stats (transport/net/net.h), 0 for none. Owner
+	 * (QP create/destroy); read by srdma status. */
+	_Atomic uint64_t net_st_off;
+	uint64_t reserved[12];
 };
 static_assert(sizeof(struct srdma_shm_qp) == 256, "QP entry is ABI");
+static_assert(offsetof(struct srdma_shm_qp, net_st_off) == 152,
+	      "QP entry net_st_off is ABI");
 
 struct srdma_shm_srq {
 	struct srdma_shm_rq rq;

@@ -1,6 +1,1078 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * endpoint.c - the net transport's per-context endpoint (net.h).
- * Placeholder until it lands.
+ *
+ * A context that uses the net transport gets, on first use, an endpoint:
+ *
+ *   udp     one dual-stack UDP socket bound to [::]:4791 with SO_REUSEPORT,
+ *           a member of the namespace's reuseport group (demux.c steers
+ *           each datagram to the socket of the context its DQPN names).
+ *           It also sends: every packet leaves from port 4791 (so the
+ *           UDP source port, which the ICRC covers, is SRDMA_NET_SPORT),
+ *           unconnected, with IP_PMTUDISC_DO (IPv4: DF, identification
+ *           0), the source address pinned per packet with IPV6_PKTINFO.
+ *   fwd     the context's forwarding socket (demux.h): datagrams that the
+ *           kernel gave another context's socket arrive here, in batches.
+ *   evfd    an eventfd that wakes the progress thread (kick, stop).
+ *   thread  the progress thread: epoll_wait on the three with a timeout at
+ *           the earliest requester timer of the registered QPs; receives,
+ *           dispatches, runs timers; never spins.
+ *
+ * Receiving one datagram: the LID in its DQPN decides first (not ours:
+ * forward it, unless it was already forwarded); then srdma_wire_parse,
+ * srdma_wire_icrc_check, the P_Key, the QP by DQPN (pinned with nq->refs
+ * while the protocol runs), and the protocol: srdma_netreq_input for
+ * responses (READ_RESP_*, ACK, ATOMIC_ACK), srdma_netresp_input for the
+ * rest. Every refusal is counted by cause (srdma_net_drop).
+ *
+ * Draining is done by one thread at a time (drain_lock): the progress
+ * thread waits for it, srdma_net_progress() (a polling application's
+ * ibv_poll_cq) only tries.
+ *
+ * fork(): a child must not share the parent's sockets (it would keep the
+ * parent's reuseport member alive after the parent closed it) nor use its
+ * thread (absent in the child). An atfork child handler closes the
+ * inherited endpoints' descriptors; the inherited endpoint structs are
+ * then inert (every entry point checks the fork generation).
+ *
+ * Locks: ep->lock (QP table, QP list) and drain_lock and timer_lock are
+ * leaves with respect to the protocol: none is held while calling req.c
+ * or resp.c, except drain_lock, which only the endpoint's own drainers
+ * take (req.c/resp.c never call srdma_net_progress).
  */
+#include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "transport/net/demux.h"
 #include "transport/net/net.h"
+#include "transport/net/netfault.h"
+#include "transport/net/pcap.h"
+#include "util/log.h"
+
+#define RX_BATCH 32
+#define RX_BUF 9216		/* above any RoCEv2 packet; longer: truncated */
+#define TIMER_BATCH 64
+#define QP_SLOTS (1u << SRDMA_QPN_SHIFT)
+
+struct srdma_net_ctx {
+	struct srdma_context *ctx;	/* immutable */
+	struct srdma_demux_id id;	/* immutable */
+	uint32_t fork_gen;		/* immutable: srdma_fork_gen at open */
+	int udp, fwd, evfd, epfd;	/* immutable until close */
+	pthread_t thread;		/* immutable after open */
+	_Atomic bool stop;
+	/* The deadline the progress thread sleeps until (UINT64_MAX: none);
+	 * a kick for an earlier one writes evfd. */
+	_Atomic uint64_t sleep_until;
+	pthread_mutex_t lock;		/* leaf: qp_tab, qp_list */
+	struct srdma_net_qp *_Atomic *qp_tab; /* by QPN slot; lock */
+	struct srdma_net_qp *qp_list;	/* lock: for the timer scan */
+	pthread_mutex_t drain_lock;	/* one drainer at a time */
+	pthread_mutex_t timer_lock;	/* one timer scan at a time */
+	/* receive state: drain_lock */
+	struct mmsghdr msgs[RX_BATCH];
+	struct iovec iov[RX_BATCH];
+	struct sockaddr_in6 from[RX_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) +
+			 CMSG_SPACE(sizeof(struct in_pktinfo)) + 64];
+		struct cmsghdr align;
+	} cbuf[RX_BATCH];
+	uint8_t *rxbuf;			/* RX_BATCH * RX_BUF */
+	uint8_t *fin;			/* one forwarded batch */
+	/* the forwarding batch being built: drain_lock */
+	uint8_t *fout;
+	size_t fout_len;
+	uint32_t fout_count, fout_lid;
+	uint64_t resteer_ns;		/* drain_lock: last srdma_demux_resteer */
+	bool poll_inline;		/* immutable: SRDMA_NET_INLINE != 0 */
+	struct srdma_pcap *pcap;	/* immutable: SRDMA_PCAP, or NULL */
+	struct srdma_netfault *fault;	/* immutable: SRDMA_NET_FAULT, or
+					 * NULL (its own lock) */
+	struct srdma_net_ep_stats st;	/* relaxed */
+	struct srdma_net_ctx *all_next;	/* eps_lock */
+};
+
+uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
+void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
+			     const struct srdma_pkt *pkt,
+			     const struct srdma_wire_path *from);
+
+/* Every live endpoint of the process, for the atfork child handler. */
+static pthread_mutex_t eps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct srdma_net_ctx *eps;	/* eps_lock */
+static pthread_once_t eps_once = PTHREAD_ONCE_INIT;
+/* Opening endpoints, one at a time (ctx->net is set once). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Fault injection's per-endpoint salt: the endpoints of a process in
+ * opening order, so a rerun repeats every context's faults. */
+static uint64_t fault_salt;		/* open_lock */
+
+static void eps_prepare(void)
+{
+	pthread_mutex_lock(&eps_lock);
+}
+
+static void eps_parent(void)
+{
+	pthread_mutex_unlock(&eps_lock);
+}
+
+/* In the child: the parent's sockets are not ours to keep open. */
+static void eps_child(void)
+{
+	struct srdma_net_ctx *ep;
+
+	for (ep = eps; ep; ep = ep->all_next) {
+		close(ep->udp);
+		close(ep->fwd);
+		close(ep->evfd);
+		close(ep->epfd);
+		ep->udp = ep->fwd = ep->evfd = ep->epfd = -1;
+	}
+	eps = NULL;
+	pthread_mutex_unlock(&eps_lock);
+}
+
+static void eps_init(void)
+{
+	pthread_atfork(eps_prepare, eps_parent, eps_child);
+}
+
+static inline bool ep_inherited(const struct srdma_net_ctx *ep)
+{
+	return ep->fork_gen != atomic_load_explicit(&srdma_fork_gen,
+						    memory_order_relaxed);
+}
+
+static inline void cnt(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+static struct srdma_net_ctx *ep_of(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = atomic_load_explicit(&ctx->net,
+							memory_order_acquire);
+
+	if (!ep || ep_inherited(ep))
+		return NULL;
+	return ep;
+}
+
+/* ---- drops ------------------------------------------------------------ */
+
+static void ep_drop(struct srdma_net_ctx *ep, struct srdma_net_qp *nq,
+		    enum srdma_drop d, const char *why,
+		    const struct srdma_wire_path *from)
+{
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	if ((unsigned int)d >= SRDMA_DROP_MAX)
+		d = SRDMA_DROP_OTHER;
+	cnt(&ep->st.drops[d], 1);
+	if (nq && nq->st)
+		cnt(&nq->st->drops[d], 1);
+	if (srdma_log_level < SRDMA_LOG_DEBUG)
+		return;
+	if (from)
+		inet_ntop(AF_INET6, from->sip, a, sizeof(a));
+	srdma_dbg("lid %u qpn %#x: dropped a packet%s%s (%s): %s",
+		  ep->id.lid, nq ? nq->qpn : 0, from ? " from " : "",
+		  from ? a : "", srdma_drop_str(d), why);
+}
+
+void srdma_net_drop(struct srdma_context *ctx, struct srdma_net_qp *nq,
+		    enum srdma_drop d, const char *why)
+{
+	struct srdma_net_ctx *ep = atomic_load_explicit(&ctx->net,
+							memory_order_acquire);
+
+	if (!ep) {
+		if (nq && nq->st && (unsigned int)d < SRDMA_DROP_MAX)
+			cnt(&nq->st->drops[d], 1);
+		srdma_dbg("lid %u: dropped a packet (%s): %s", ctx->host.lid,
+			  srdma_drop_str(d), why);
+		return;
+	}
+	ep_drop(ep, nq, d, why, NULL);
+}
+
+/* ---- QP table ----------------------------------------------------------- */
+
+static struct srdma_net_qp *qp_pin(struct srdma_net_ctx *ep, uint32_t qpn)
+{
+	struct srdma_net_qp *nq;
+
+	pthread_mutex_lock(&ep->lock);
+	nq = atomic_load_explicit(&ep->qp_tab[qpn & (QP_SLOTS - 1)],
+				  memory_order_relaxed);
+	if (nq && nq->qpn == qpn)
+		atomic_fetch_add_explicit(&nq->refs, 1, memory_order_acquire);
+	else
+		nq = NULL;
+	pthread_mutex_unlock(&ep->lock);
+	return nq;
+}
+
+static void qp_unpin(struct srdma_net_qp *nq)
+{
+	atomic_fetch_sub_explicit(&nq->refs, 1, memory_order_release);
+}
+
+int srdma_net_qp_register(struct srdma_net_qp *nq)
+{
+	struct srdma_net_ctx *ep = srdma_net_ctx_get(nq->ctx);
+	struct srdma_net_qp *_Atomic *slot;
+	struct srdma_net_qp *cur;
+
+	if (!ep)
+		return -errno;
+	if (srdma_demux_lid(nq->qpn) != ep->id.lid)
+		return -EINVAL;
+	slot = &ep->qp_tab[nq->qpn & (QP_SLOTS - 1)];
+	pthread_mutex_lock(&ep->lock);
+	cur = atomic_load_explicit(slot, memory_order_relaxed);
+	if (cur == nq) {
+		pthread_mutex_unlock(&ep->lock);
+		return 0;
+	}
+	if (cur) {
+		pthread_mutex_unlock(&ep->lock);
+		return -EEXIST;
+	}
+	nq->ep_next = ep->qp_list;
+	ep->qp_list = nq;
+	atomic_store_explicit(slot, nq, memory_order_release);
+	pthread_mutex_unlock(&ep->lock);
+	/* Its timers may be armed already. */
+	srdma_net_kick(nq->ctx, atomic_load(&nq->deadline_ns));
+	return 0;
+}
+
+void srdma_net_qp_unregister(struct srdma_net_qp *nq)
+{
+	struct srdma_net_ctx *ep = atomic_load_explicit(&nq->ctx->net,
+							memory_order_acquire);
+	struct srdma_net_qp **pp;
+	struct timespec ts = { 0, 20000 };
+
+	if (!ep)
+		return;
+	pthread_mutex_lock(&ep->lock);
+	if (atomic_load_explicit(&ep->qp_tab[nq->qpn & (QP_SLOTS - 1)],
+				 memory_order_relaxed) == nq) {
+		atomic_store_explicit(&ep->qp_tab[nq->qpn & (QP_SLOTS - 1)],
+				      NULL, memory_order_relaxed);
+		for (pp = &ep->qp_list; *pp; pp = &(*pp)->ep_next)
+			if (*pp == nq) {
+				*pp = nq->ep_next;
+				break;
+			}
+		nq->ep_next = NULL;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	/* No new pins: wait out the ones held (a packet being handled). */
+	while (atomic_load_explicit(&nq->refs, memory_order_acquire))
+		nanosleep(&ts, NULL);
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static bool is_response(uint8_t opcode)
+{
+	uint8_t op = opcode & 0x1f;
+
+	return op >= SRDMA_OP_READ_RESP_FIRST && op <= SRDMA_OP_ATOMIC_ACK;
+}
+
+/* A datagram for one of our QPs (its LID is ours). */
+static void deliver(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
+		    const struct srdma_wire_path *from)
+{
+	struct srdma_net_qp *nq;
+	struct srdma_pkt pkt;
+	enum srdma_drop d;
+
+	cnt(&ep->st.rx_local, 1);
+	d = srdma_wire_parse(buf, len, &pkt);
+	if (d != SRDMA_DROP_NONE) {
+		ep_drop(ep, NULL, d, "malformed", from);
+		return;
+	}
+	if (!srdma_wire_icrc_check(from, buf, len)) {
+		ep_drop(ep, NULL, SRDMA_DROP_ICRC, "bad ICRC", from);
+		return;
+	}
+	if ((pkt.pkey & 0x7fff) != 0x7fff) {
+		ep_drop(ep, NULL, SRDMA_DROP_PKEY, "P_Key not the default",
+			from);
+		return;
+	}
+	nq = qp_pin(ep, pkt.dqpn);
+	if (!nq) {
+		ep_drop(ep, NULL, SRDMA_DROP_QPN, "no such QP", from);
+		return;
+	}
+	if (nq->st) {
+		cnt(&nq->st->rx_pkts, 1);
+		cnt(&nq->st->rx_bytes, len);
+	}
+	if (srdma_net_input_hook)
+		srdma_net_input_hook(nq, &pkt, from);
+	else if (is_response(pkt.opcode))
+		srdma_netreq_input(nq, &pkt, from);
+	else
+		srdma_netresp_input(nq, &pkt, from);
+	qp_unpin(nq);
+}
+
+/* Send the forwarding batch to its owner. */
+static void fwd_flush(struct srdma_net_ctx *ep)
+{
+	struct sockaddr_un sun;
+	socklen_t sl;
+	uint32_t i;
+
+	if (!ep->fout_count)
+		return;
+	((struct srdma_fwd_hdr *)ep->fout)->count = ep->fout_count;
+	sl = srdma_demux_fwd_addr(ep->fout_lid, &sun);
+	if (sendto(ep->fwd, ep->fout, ep->fout_len, MSG_DONTWAIT,
+		   (struct sockaddr *)&sun, sl) < 0) {
+		bool gone = errno == ECONNREFUSED || errno == ENOENT;
+
+		for (i = 0; i < ep->fout_count; i++)
+			ep_drop(ep, NULL, gone ? SRDMA_DROP_QPN : SRDMA_DROP_OTHER,
+				gone ? "no context with the DQPN's LID in this namespace" :
+				"the owner's forwarding queue is full", NULL);
+		srdma_dbg("lid %u: forwarding %u datagram(s) to lid %u: %s",
+			  ep->id.lid, ep->fout_count, ep->fout_lid,
+			  strerror(errno));
+	} else {
+		cnt(&ep->st.fwd_out, ep->fout_count);
+	}
+	/* The kernel gave us another's datagram: the steering table may be
+	 * stale (a member died). Repair it, at most once a second. */
+	if (srdma_net_now_ns() - ep->resteer_ns > 1000000000u) {
+		ep->resteer_ns = srdma_net_now_ns();
+		srdma_demux_resteer(&ep->id, ep->udp);
+	}
+	ep->fout_count = 0;
+	ep->fout_len = sizeof(struct srdma_fwd_hdr);
+}
+
+static void fwd_add(struct srdma_net_ctx *ep, uint32_t lid, const uint8_t *buf,
+		    size_t len, const struct srdma_wire_path *from)
+{
+	size_t need = sizeof(struct srdma_fwd_rec) + ((len + 7) & ~(size_t)7);
+	struct srdma_fwd_rec rec = { .path = *from, .len = (uint32_t)len };
+
+	if (ep->fout_count &&
+	    (ep->fout_lid != lid || ep->fout_len + need > SRDMA_FWD_MAX))
+		fwd_flush(ep);
+	ep->fout_lid = lid;
+	memcpy(ep->fout + ep->fout_len, &rec, sizeof(rec));
+	memcpy(ep->fout + ep->fout_len + sizeof(rec), buf, len);
+	ep->fout_len += need;
+	ep->fout_count++;
+}
+
+/* A datagram for our LID, past the receive faults: capture, dispatch. */
+static void local(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
+		  const struct srdma_wire_path *from)
+{
+	if (ep->pcap) {
+		struct iovec v = { (void *)buf, len };
+
+		srdma_pcap_write(ep->pcap, from, &v, 1);
+	}
+	deliver(ep, buf, len, from);
+}
+
+static void fault_deliver(void *arg, const struct srdma_wire_path *p,
+			  const uint8_t *buf, size_t len)
+{
+	local(arg, buf, len, p);
+}
+
+/* One datagram, from the UDP socket (@forwarded false) or forwarded. */
+static void rx_one(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
+		   const struct srdma_wire_path *from, bool forwarded)
+{
+	uint32_t dqpn, lid;
+
+	if (len < 12) {
+		ep_drop(ep, NULL, SRDMA_DROP_SHORT, "shorter than a BTH", from);
+		return;
+	}
+	dqpn = (uint32_t)buf[5] << 16 | (uint32_t)buf[6] << 8 | buf[7];
+	lid = srdma_demux_lid(dqpn);
+	if (lid == ep->id.lid) {
+		if (ep->fault)
+			srdma_netfault_rx(ep->fault, from, buf, len,
+					  srdma_net_now_ns(), fault_deliver, ep);
+		else
+			local(ep, buf, len, from);
+		return;
+	}
+	if (forwarded || !lid || lid > SRDMA_REG_ENTRIES || len > RX_BUF) {
+		ep_drop(ep, NULL, SRDMA_DROP_QPN,
+			forwarded ? "forwarded here but not ours" :
+			"DQPN of no context", from);
+		return;
+	}
+	fwd_add(ep, lid, buf, len, from);
+}
+
+static void v4mapped(uint8_t gid[16], struct in_addr a)
+{
+	memset(gid, 0, 10);
+	gid[10] = gid[11] = 0xff;
+	memcpy(gid + 12, &a, 4);
+}
+
+/* Datagram @i of a recvmmsg batch. */
+static void rx_udp(struct srdma_net_ctx *ep, int i)
+{
+	struct msghdr *mh = &ep->msgs[i].msg_hdr;
+	struct srdma_wire_path path;
+	struct cmsghdr *c;
+	bool have_dst = false;
+
+	cnt(&ep->st.rx_dgrams, 1);
+	memset(&path, 0, sizeof(path));
+	memcpy(path.sip, &ep->from[i].sin6_addr, 16);
+	path.sport = ntohs(ep->from[i].sin6_port);
+	path.dport = SRDMA_ROCE_PORT;
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level == IPPROTO_IPV6 &&
+		    c->cmsg_type == IPV6_PKTINFO) {
+			struct in6_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			memcpy(path.dip, &pi.ipi6_addr, 16);
+			have_dst = true;
+		} else if (c->cmsg_level == IPPROTO_IP &&
+			   c->cmsg_type == IP_PKTINFO) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+			v4mapped(path.dip, pi.ipi_addr);
+			have_dst = true;
+		}
+	}
+	if (mh->msg_namelen < sizeof(struct sockaddr_in6) ||
+	    ep->from[i].sin6_family != AF_INET6 || !have_dst) {
+		ep_drop(ep, NULL, SRDMA_DROP_ADDR, "no source or destination",
+			NULL);
+		return;
+	}
+	if (mh->msg_flags & MSG_TRUNC) {
+		ep_drop(ep, NULL, SRDMA_DROP_LENGTH, "longer than any packet",
+			&path);
+		return;
+	}
+	rx_one(ep, ep->rxbuf + (size_t)i * RX_BUF, ep->msgs[i].msg_len, &path,
+	       false);
+}
+
+static int drain_udp(struct srdma_net_ctx *ep, int budget)
+{
+	int done = 0, n, i, want;
+
+	while (done < budget) {
+		want = budget - done < RX_BATCH ? budget - done : RX_BATCH;
+		for (i = 0; i < want; i++) {
+			struct msghdr *mh = &ep->msgs[i].msg_hdr;
+
+			mh->msg_namelen = sizeof(ep->from[i]);
+			mh->msg_controllen = sizeof(ep->cbuf[i].buf);
+			mh->msg_flags = 0;
+		}
+		n = recvmmsg(ep->udp, ep->msgs, (unsigned int)want,
+			     MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++)
+			rx_udp(ep, i);
+		done += n;
+		if (n < want)
+			break;
+	}
+	fwd_flush(ep);
+	return done;
+}
+
+/* One forwarded batch; returns the datagrams it held (0: none waiting). */
+static int drain_fwd_one(struct srdma_net_ctx *ep)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+		struct cmsghdr align;
+	} cb;
+	struct iovec iov = { ep->fin, SRDMA_FWD_MAX };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cb.buf, .msg_controllen = sizeof(cb.buf),
+	};
+	struct srdma_fwd_hdr h;
+	struct cmsghdr *c;
+	bool cred_ok = false;
+	size_t off;
+	ssize_t r;
+	uint32_t i;
+
+	r = recvmsg(ep->fwd, &mh, MSG_DONTWAIT);
+	if (r < 0)
+		return 0;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET &&
+		    c->cmsg_type == SCM_CREDENTIALS) {
+			struct ucred uc;
+
+			memcpy(&uc, CMSG_DATA(c), sizeof(uc));
+			cred_ok = uc.uid == geteuid();
+		}
+	if (!cred_ok || (mh.msg_flags & MSG_TRUNC) ||
+	    (size_t)r < sizeof(h)) {
+		ep_drop(ep, NULL, SRDMA_DROP_OTHER,
+			"forwarded batch from a stranger, or malformed", NULL);
+		return 1;
+	}
+	memcpy(&h, ep->fin, sizeof(h));
+	if (h.magic != SRDMA_FWD_MAGIC) {
+		ep_drop(ep, NULL, SRDMA_DROP_OTHER, "forwarded batch: bad magic",
+			NULL);
+		return 1;
+	}
+	off = sizeof(h);
+	for (i = 0; i < h.count; i++) {
+		struct srdma_fwd_rec rec;
+		size_t padded;
+
+		if ((size_t)r - off < sizeof(rec))
+			break;
+		memcpy(&rec, ep->fin + off, sizeof(rec));
+		off += sizeof(rec);
+		padded = ((size_t)rec.len + 7) & ~(size_t)7;
+		if (rec.len > RX_BUF || (size_t)r - off < padded)
+			break;
+		cnt(&ep->st.fwd_in, 1);
+		rx_one(ep, ep->fin + off, rec.len, &rec.path, true);
+		off += padded;
+	}
+	if (i < h.count)
+		ep_drop(ep, NULL, SRDMA_DROP_OTHER, "forwarded batch truncated",
+			NULL);
+	return i ? (int)i : 1;
+}
+
+static int drain(struct srdma_net_ctx *ep, int budget)
+{
+	int done = drain_udp(ep, budget), n;
+
+	while (done < budget && (n = drain_fwd_one(ep)) > 0)
+		done += n;
+	return done;
+}
+
+/* ---- timers ---------------------------------------------------------------- */
+
+/* Run the due requester timers; return the earliest one left (0: none). */
+static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
+{
+	struct srdma_net_qp *due[TIMER_BATCH], *nq;
+	uint64_t next = 0, d;
+	unsigned int n = 0, i;
+
+	pthread_mutex_lock(&ep->lock);
+	for (nq = ep->qp_list; nq; nq = nq->ep_next) {
+		d = atomic_load_explicit(&nq->deadline_ns,
+					 memory_order_acquire);
+		if (!d)
+			continue;
+		if (d <= now && n < TIMER_BATCH) {
+			atomic_fetch_add(&nq->refs, 1);
+			due[n++] = nq;
+			continue;
+		}
+		if (d <= now)
+			d = now + 1;	/* the rest: next round */
+		if (!next || d < next)
+			next = d;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	for (i = 0; i < n; i++) {
+		d = srdma_net_timer_hook ? srdma_net_timer_hook(due[i], now) :
+					   srdma_netreq_timer(due[i], now);
+		if (d && (!next || d < next))
+			next = d;
+		qp_unpin(due[i]);
+	}
+	return next;
+}
+
+/* ---- the progress thread ---------------------------------------------------- */
+
+static int fault_emit(void *arg, const struct srdma_wire_path *p,
+		      const struct iovec *iov, int n);
+
+static void *progress_thread(void *arg)
+{
+	struct srdma_net_ctx *ep = arg;
+	struct epoll_event ev[4];
+	uint64_t now, next;
+	struct timespec ts;
+	bool timed;
+	int n, i;
+
+	while (!atomic_load_explicit(&ep->stop, memory_order_acquire)) {
+		/* Kicks from here on write the eventfd, until we know the
+		 * deadline we sleep on. */
+		atomic_store(&ep->sleep_until, UINT64_MAX);
+		now = srdma_net_now_ns();
+		pthread_mutex_lock(&ep->timer_lock);
+		next = run_timers(ep, now);
+		pthread_mutex_unlock(&ep->timer_lock);
+		if (ep->fault) {
+			uint64_t f = srdma_netfault_tick(ep->fault, now,
+							 fault_emit,
+							 fault_deliver, ep);
+
+			if (f && (!next || f < next))
+				next = f;
+		}
+		atomic_store(&ep->sleep_until, next ? next : UINT64_MAX);
+		timed = next != 0;
+		if (timed) {
+			now = srdma_net_now_ns();
+			next = next > now ? next - now : 0;
+			ts.tv_sec = (time_t)(next / 1000000000u);
+			ts.tv_nsec = (long)(next % 1000000000u);
+		}
+		n = epoll_pwait2(ep->epfd, ev, 4, timed ? &ts : NULL, NULL);
+		if (n < 0 && errno == ENOSYS) {
+			int ms = timed ? (int)((next + 999999) / 1000000) : -1;
+
+			n = epoll_wait(ep->epfd, ev, 4, ms);
+		}
+		cnt(&ep->st.wakeups, 1);
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.fd == ep->evfd) {
+				uint64_t v;
+
+				if (read(ep->evfd, &v, sizeof(v)) < 0)
+					(void)0;
+				continue;
+			}
+		}
+		if (n > 0) {
+			pthread_mutex_lock(&ep->drain_lock);
+			drain(ep, 256);
+			pthread_mutex_unlock(&ep->drain_lock);
+		}
+	}
+	return NULL;
+}
+
+/* ---- public entry points ---------------------------------------------------- */
+
+static void ep_free(struct srdma_net_ctx *ep)
+{
+	if (ep->epfd >= 0)
+		close(ep->epfd);
+	if (ep->evfd >= 0)
+		close(ep->evfd);
+	if (ep->fwd >= 0)
+		close(ep->fwd);
+	srdma_pcap_close(ep->pcap);
+	srdma_netfault_free(ep->fault);
+	pthread_mutex_destroy(&ep->lock);
+	pthread_mutex_destroy(&ep->drain_lock);
+	pthread_mutex_destroy(&ep->timer_lock);
+	free(ep->qp_tab);
+	free(ep->rxbuf);
+	free(ep->fin);
+	free(ep->fout);
+	free(ep);
+}
+
+static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
+{
+	struct srdma_net_ctx *ep = calloc(1, sizeof(*ep));
+	struct epoll_event ev = { .events = EPOLLIN };
+	sigset_t all, old;
+	int i, ret;
+
+	if (!ep)
+		return -ENOMEM;
+	ep->ctx = ctx;
+	ep->id.dirfd = ctx->host.dirfd;
+	ep->id.lid = ctx->host.lid;
+	ep->id.pid = ctx->host.pid;
+	ep->id.start_time = ctx->host.start_time;
+	ep->fork_gen = ctx->fork_gen;
+	ep->udp = ep->fwd = ep->evfd = ep->epfd = -1;
+	ep->poll_inline = !getenv("SRDMA_NET_INLINE") ||
+			  strcmp(getenv("SRDMA_NET_INLINE"), "0");
+	atomic_init(&ep->sleep_until, UINT64_MAX);
+	pthread_mutex_init(&ep->lock, NULL);
+	pthread_mutex_init(&ep->drain_lock, NULL);
+	pthread_mutex_init(&ep->timer_lock, NULL);
+	ep->qp_tab = calloc(QP_SLOTS, sizeof(*ep->qp_tab));
+	ep->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
+	ep->fin = malloc(SRDMA_FWD_MAX);
+	ep->fout = malloc(SRDMA_FWD_MAX);
+	if (!ep->qp_tab || !ep->rxbuf || !ep->fin || !ep->fout) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	((struct srdma_fwd_hdr *)ep->fout)->magic = SRDMA_FWD_MAGIC;
+	ep->fout_len = sizeof(struct srdma_fwd_hdr);
+	for (i = 0; i < RX_BATCH; i++) {
+		struct msghdr *mh = &ep->msgs[i].msg_hdr;
+
+		ep->iov[i].iov_base = ep->rxbuf + (size_t)i * RX_BUF;
+		ep->iov[i].iov_len = RX_BUF;
+		mh->msg_name = &ep->from[i];
+		mh->msg_iov = &ep->iov[i];
+		mh->msg_iovlen = 1;
+		mh->msg_control = ep->cbuf[i].buf;
+	}
+	/* The forwarding socket first: it refuses a LID that another state
+	 * directory's context already uses in this namespace. */
+	ret = srdma_demux_fwd_open(ep->id.lid);
+	if (ret < 0)
+		goto err;
+	ep->fwd = ret;
+	ep->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ep->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (ep->evfd < 0 || ep->epfd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	if (getenv("SRDMA_PCAP") && *getenv("SRDMA_PCAP")) {
+		/* No capture is no reason to refuse the transport (the
+		 * failure is logged). */
+		ep->pcap = srdma_pcap_open(getenv("SRDMA_PCAP"));
+	}
+	ep->fault = srdma_netfault_from_env(fault_salt++);
+	if (!ep->fault && errno) {
+		ret = -errno;	/* a bad SRDMA_NET_FAULT: logged */
+		goto err;
+	}
+	ret = srdma_demux_join(&ep->id, SRDMA_ROCE_PORT);
+	if (ret < 0)
+		goto err;
+	ep->udp = ret;
+	for (i = 0; i < 3; i++) {
+		int fd = i == 0 ? ep->udp : i == 1 ? ep->fwd : ep->evfd;
+
+		ev.data.fd = fd;
+		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			ret = -errno;
+			goto err_leave;
+		}
+	}
+	/* The thread takes no signal of the application's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&ep->thread, NULL, progress_thread, ep);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		goto err_leave;
+	pthread_once(&eps_once, eps_init);
+	pthread_mutex_lock(&eps_lock);
+	ep->all_next = eps;
+	eps = ep;
+	pthread_mutex_unlock(&eps_lock);
+	*out = ep;
+	return 0;
+err_leave:
+	srdma_demux_leave(&ep->id, ep->udp);
+err:
+	ep_free(ep);
+	return ret;
+}
+
+struct srdma_net_ctx *srdma_net_ctx_get(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = atomic_load_explicit(&ctx->net,
+							memory_order_acquire);
+	int ret = 0;
+
+	if (ep) {
+		if (ep_inherited(ep)) {
+			errno = EIO;
+			return NULL;
+		}
+		return ep;
+	}
+	pthread_mutex_lock(&open_lock);
+	ep = atomic_load_explicit(&ctx->net, memory_order_acquire);
+	if (!ep) {
+		ret = ep_open(ctx, &ep);
+		if (!ret) {
+			atomic_store_explicit(&ctx->net, ep,
+					      memory_order_release);
+			srdma_info("lid %u: net endpoint open on UDP %u",
+				   ctx->host.lid, SRDMA_ROCE_PORT);
+		}
+	}
+	pthread_mutex_unlock(&open_lock);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return ep;
+}
+
+void srdma_net_ctx_close(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep, **pp;
+	uint64_t one = 1;
+
+	ep = atomic_exchange_explicit(&ctx->net, NULL, memory_order_acq_rel);
+	if (!ep || ep_inherited(ep))
+		return;		/* a child's copy: its fds are closed */
+	atomic_store(&ep->stop, true);
+	if (write(ep->evfd, &one, sizeof(one)) < 0)
+		srdma_dbg("eventfd: %s", strerror(errno));
+	pthread_join(ep->thread, NULL);
+	pthread_mutex_lock(&eps_lock);
+	for (pp = &eps; *pp; pp = &(*pp)->all_next)
+		if (*pp == ep) {
+			*pp = ep->all_next;
+			break;
+		}
+	pthread_mutex_unlock(&eps_lock);
+	srdma_demux_leave(&ep->id, ep->udp);
+	ep_free(ep);
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+static void fill_msg(struct msghdr *mh, struct sockaddr_in6 *to, void *cbuf,
+		     size_t clen, const struct srdma_wire_path *p,
+		     const struct iovec *iov, int n)
+{
+	struct in6_pktinfo pi;
+	struct cmsghdr *c;
+
+	memset(to, 0, sizeof(*to));
+	to->sin6_family = AF_INET6;
+	to->sin6_port = htons(p->dport);
+	memcpy(&to->sin6_addr, p->dip, 16);
+	memset(mh, 0, sizeof(*mh));
+	mh->msg_name = to;
+	mh->msg_namelen = sizeof(*to);
+	mh->msg_iov = (struct iovec *)iov;
+	mh->msg_iovlen = (size_t)n;
+	mh->msg_control = cbuf;
+	mh->msg_controllen = clen;
+	c = CMSG_FIRSTHDR(mh);
+	c->cmsg_level = IPPROTO_IPV6;
+	c->cmsg_type = IPV6_PKTINFO;
+	c->cmsg_len = CMSG_LEN(sizeof(pi));
+	memset(&pi, 0, sizeof(pi));
+	memcpy(&pi.ipi6_addr, p->sip, 16);
+	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+}
+
+/* A full socket buffer: wait briefly for room. */
+static bool wait_room(struct srdma_net_ctx *ep)
+{
+	struct pollfd pfd = { .fd = ep->udp, .events = POLLOUT };
+
+	return poll(&pfd, 1, 1) > 0;
+}
+
+/* Send @m[0..n) for real. Return: how many went, or -errno if none. */
+static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
+		    int n)
+{
+	struct mmsghdr mm[RX_BATCH];
+	struct sockaddr_in6 to[RX_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} cb[RX_BATCH];
+	int done = 0, k, i, r, tries = 0;
+
+	while (done < n) {
+		k = n - done < RX_BATCH ? n - done : RX_BATCH;
+		for (i = 0; i < k; i++) {
+			const struct srdma_net_msg *x = &m[done + i];
+
+			if (x->path->sport != SRDMA_NET_SPORT) {
+				srdma_dbg("lid %u: source port %u is not ours (%u): the ICRC would be wrong",
+					  ep->id.lid, x->path->sport,
+					  SRDMA_NET_SPORT);
+				k = i;
+				break;
+			}
+			fill_msg(&mm[i].msg_hdr, &to[i], cb[i].buf,
+				 sizeof(cb[i].buf), x->path, x->iov, x->n);
+		}
+		if (!k)
+			return done ? done : -EINVAL;
+		r = sendmmsg(ep->udp, mm, (unsigned int)k, MSG_DONTWAIT);
+		if (r > 0) {
+			uint64_t bytes = 0;
+
+			for (i = 0; i < r; i++) {
+				bytes += mm[i].msg_len;
+				if (ep->pcap)
+					srdma_pcap_write(ep->pcap,
+							 m[done + i].path,
+							 m[done + i].iov,
+							 m[done + i].n);
+			}
+			cnt(&ep->st.tx_dgrams, (uint64_t)r);
+			cnt(&ep->st.tx_bytes, bytes);
+			done += r;
+			continue;
+		}
+		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS) &&
+		    !tries++ && wait_room(ep))
+			continue;
+		r = -errno;
+		cnt(&ep->st.tx_errors, 1);
+		srdma_dbg("lid %u: send: %s", ep->id.lid, strerror(-r));
+		return done ? done : r;
+	}
+	return done;
+}
+
+static int fault_emit(void *arg, const struct srdma_wire_path *p,
+		      const struct iovec *iov, int n)
+{
+	struct srdma_net_msg m = { .path = p, .iov = iov, .n = n };
+	int r = send_raw(arg, &m, 1);
+
+	return r == 1 ? 0 : r < 0 ? r : -EAGAIN;
+}
+
+/* Release the held datagrams that are due; the thread sleeps until the
+ * next one. Fault injection only. */
+static void fault_tick(struct srdma_net_ctx *ep)
+{
+	uint64_t next = srdma_netfault_tick(ep->fault, srdma_net_now_ns(),
+					    fault_emit, fault_deliver, ep);
+
+	if (next)
+		srdma_net_kick(ep->ctx, next);
+}
+
+int srdma_net_send_batch(struct srdma_context *ctx,
+			 const struct srdma_net_msg *m, int n)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	int i, r = 0;
+
+	if (!ep)
+		return -ENOTCONN;
+	if (!ep->fault)
+		return send_raw(ep, m, n);
+	for (i = 0; i < n; i++) {
+		if (m[i].path->sport != SRDMA_NET_SPORT) {
+			r = -EINVAL;
+			break;
+		}
+		r = srdma_netfault_tx(ep->fault, m[i].path, m[i].iov, m[i].n,
+				      srdma_net_now_ns(), fault_emit, ep);
+		if (r < 0)
+			break;
+	}
+	fault_tick(ep);
+	return i ? i : n ? r : 0;
+}
+
+int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
+		   const struct iovec *iov, int n)
+{
+	struct srdma_net_msg m = { .path = p, .iov = iov, .n = n };
+	int r = srdma_net_send_batch(ctx, &m, 1);
+
+	return r == 1 ? 0 : r < 0 ? r : -EAGAIN;
+}
+
+/* ---- progress from the application, kicks, stats ---------------------------- */
+
+int srdma_net_progress(struct srdma_context *ctx, int budget)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	int n;
+
+	if (!ep || budget <= 0)
+		return 0;
+	if (pthread_mutex_trylock(&ep->drain_lock))
+		return 0;
+	n = drain(ep, budget);
+	pthread_mutex_unlock(&ep->drain_lock);
+	cnt(&ep->st.inline_rx, (uint64_t)n);
+	if (ep->fault && n)
+		fault_tick(ep);
+	/* Timers are the thread's, unless it is late. */
+	if (atomic_load_explicit(&ep->sleep_until, memory_order_relaxed) <
+	    srdma_net_now_ns() && !pthread_mutex_trylock(&ep->timer_lock)) {
+		run_timers(ep, srdma_net_now_ns());
+		pthread_mutex_unlock(&ep->timer_lock);
+	}
+	return n;
+}
+
+int srdma_net_poll(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = atomic_load_explicit(&ctx->net,
+							memory_order_acquire);
+
+	if (!ep || !ep->poll_inline)
+		return 0;
+	return srdma_net_progress(ctx, RX_BATCH);
+}
+
+void srdma_net_kick(struct srdma_context *ctx, uint64_t deadline_ns)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t one = 1;
+
+	if (!ep || !deadline_ns ||
+	    deadline_ns >= atomic_load_explicit(&ep->sleep_until,
+						memory_order_acquire))
+		return;
+	/* Not again until the thread has seen it. */
+	atomic_store_explicit(&ep->sleep_until, deadline_ns,
+			      memory_order_relaxed);
+	if (write(ep->evfd, &one, sizeof(one)) < 0)
+		srdma_dbg("eventfd: %s", strerror(errno));
+}
+
+int srdma_net_ep_stats(struct srdma_context *ctx, struct srdma_net_ep_stats *out)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	const _Atomic uint64_t *s;
+	uint64_t *d = (uint64_t *)out;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (!ep)
+		return -ENOENT;
+	s = (const _Atomic uint64_t *)&ep->st;
+	for (i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
+		d[i] = atomic_load_explicit(&s[i], memory_order_relaxed);
+	return 0;
+}

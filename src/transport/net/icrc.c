@@ -3,18 +3,29 @@
  * icrc.c - IEEE CRC-32 and the RoCEv2 ICRC over it (icrc.h says what is
  * covered and what is masked, and why).
  *
- * The CRC is table-driven, one byte per step, over a 256-entry table built
- * once. That is enough to pin the wire format now; the net transport's
- * data path will want a faster variant (slicing-by-8, or the SSE4.2/PCLMUL
- * folding of the same polynomial) and must keep this one as its reference
- * in the unit test. Concurrency: the table is built under pthread_once.
+ * The CRC is table-driven, slicing-by-8: eight 256-entry tables built
+ * once let the loop consume 8 bytes per step (a few GB/s, against some
+ * hundreds of MB/s one byte at a time), with the byte-at-a-time loop for
+ * the unaligned head and the tail. The unit test checks it against a
+ * bitwise CRC computed in the test itself. A data path that needs more
+ * would fold with PCLMUL; this is the portable one.
+ *
+ * srdma_icrc_iov() is the form the net transport uses: the packet as an
+ * iovec (headers in one buffer, payload straight from registered memory)
+ * so nothing is copied to compute its ICRC. Concurrency: the tables are
+ * built under pthread_once.
  */
+#include <endian.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "transport/net/icrc.h"
 
-static uint32_t crc_table[256]; /* immutable after crc_once */
+static uint32_t crc_table[8][256]; /* immutable after crc_once */
+/* The entry of crc_table[0] whose top byte is the index (the top bytes of
+ * the 256 entries are all different): undoes one register step. */
+static uint8_t crc_untop[256]; /* immutable after crc_once */
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_table_init(void)
@@ -25,15 +36,42 @@ static void crc_table_init(void)
 		c = i;
 		for (k = 0; k < 8; k++)
 			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-		crc_table[i] = c;
+		crc_table[0][i] = c;
 	}
+	for (i = 0; i < 256; i++)
+		crc_untop[crc_table[0][i] >> 24] = (uint8_t)i;
+	/* Table k: the register effect of a byte followed by k zero bytes. */
+	for (i = 0; i < 256; i++)
+		for (k = 1; k < 8; k++)
+			crc_table[k][i] =
+				crc_table[0][crc_table[k - 1][i] & 0xff] ^
+				(crc_table[k - 1][i] >> 8);
 }
 
 /* The raw register update: no pre- or post-inversion. */
 static uint32_t crc_update(uint32_t reg, const uint8_t *p, size_t len)
 {
+	while (len && ((uintptr_t)p & 7)) {
+		reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
+		len--;
+	}
+	while (len >= 8) {
+		uint64_t w;
+		uint32_t lo, hi;
+
+		memcpy(&w, p, sizeof(w));
+		w = le64toh(w);
+		lo = (uint32_t)w ^ reg;
+		hi = (uint32_t)(w >> 32);
+		reg = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+		      crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
+		      crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+		      crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+		p += 8;
+		len -= 8;
+	}
 	while (len--)
-		reg = crc_table[(reg ^ *p++) & 0xff] ^ (reg >> 8);
+		reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
 	return reg;
 }
 
@@ -43,18 +81,18 @@ uint32_t srdma_crc32(uint32_t crc, const void *buf, size_t len)
 	return ~crc_update(~crc, buf, len);
 }
 
-uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
-		    const uint8_t *ib, size_t ib_len)
+/*
+ * The CRC so far over the LRH stand-in and the masked IP and UDP headers:
+ * the part of the ICRC before the BTH. Return: 0 for an IP version other
+ * than 4 or 6 (the caller gives up), else a running srdma_crc32() value.
+ */
+static int icrc_start(const uint8_t *ip, const uint8_t *udp, uint32_t *crc)
 {
 	static const uint8_t lrh[8] = {0xff, 0xff, 0xff, 0xff,
 				       0xff, 0xff, 0xff, 0xff};
 	uint8_t iph[SRDMA_IPV6_HDR_BYTES], udph[SRDMA_UDP_HDR_BYTES];
-	uint8_t bth[SRDMA_BTH_BYTES];
 	size_t ip_len;
-	uint32_t crc;
 
-	if (ib_len < SRDMA_BTH_BYTES)
-		return 0;
 	switch (ip[0] >> 4) {
 	case 4:
 		ip_len = SRDMA_IPV4_HDR_BYTES;
@@ -73,16 +111,122 @@ uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 		iph[7] = 0xff; /* hop limit */
 		break;
 	default:
-		return 0;
+		return -1;
 	}
 	memcpy(udph, udp, sizeof(udph));
 	udph[6] = udph[7] = 0xff; /* UDP checksum */
-	memcpy(bth, ib, sizeof(bth));
-	bth[4] = 0xff; /* FECN, BECN, resv6a */
 
-	crc = srdma_crc32(0, lrh, sizeof(lrh));
-	crc = srdma_crc32(crc, iph, ip_len);
-	crc = srdma_crc32(crc, udph, sizeof(udph));
-	crc = srdma_crc32(crc, bth, sizeof(bth));
-	return srdma_crc32(crc, ib + SRDMA_BTH_BYTES, ib_len - SRDMA_BTH_BYTES);
+	*crc = srdma_crc32(0, lrh, sizeof(lrh));
+	*crc = srdma_crc32(*crc, iph, ip_len);
+	*crc = srdma_crc32(*crc, udph, sizeof(udph));
+	return 0;
+}
+
+uint32_t srdma_icrc_iov(const uint8_t *ip,
+			const uint8_t udp[SRDMA_UDP_HDR_BYTES],
+			const struct iovec *iov, int n)
+{
+	uint8_t bth[SRDMA_BTH_BYTES];
+	size_t have = 0, total = 0, off;
+	uint32_t crc;
+	int i;
+
+	for (i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (total < SRDMA_BTH_BYTES || icrc_start(ip, udp, &crc))
+		return 0;
+	for (i = 0; i < n; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+
+		/* The BTH, possibly split across iovecs, goes through a
+		 * copy with byte 4 masked; the rest straight through. */
+		off = 0;
+		if (have < SRDMA_BTH_BYTES) {
+			off = SRDMA_BTH_BYTES - have;
+			if (off > len)
+				off = len;
+			memcpy(bth + have, p, off);
+			have += off;
+			if (have < SRDMA_BTH_BYTES)
+				continue;
+			bth[4] = 0xff; /* FECN, BECN, resv6a */
+			crc = srdma_crc32(crc, bth, sizeof(bth));
+		}
+		if (len > off)
+			crc = srdma_crc32(crc, p + off, len - off);
+	}
+	return crc;
+}
+
+uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
+		    const uint8_t *ib, size_t ib_len)
+{
+	struct iovec iov = {.iov_base = (void *)ib, .iov_len = ib_len};
+
+	return srdma_icrc_iov(ip, udp, &iov, 1);
+}
+
+/*
+ * Why an IPv4 ICRC may be explained by another identification.
+ *
+ * The CRC register update is linear over GF(2), so two packets that
+ * differ only in IP header bytes 4..6 (identification, flags and the top
+ * of the fragment offset) end with registers that differ by
+ *   Z^tail * G(delta)
+ * where delta is the 24-bit difference of those bytes, G the register a
+ * zero register becomes after the three bytes of delta, Z one step over a
+ * zero byte and tail the bytes after byte 6. Z is invertible (the top
+ * byte of a table entry names the entry), so undoing tail zero steps on
+ * the difference of the two ICRCs gives G(delta), and G, injective for
+ * three bytes, is undone three steps back to a zero register. Cost: one
+ * table lookup per covered byte, like computing the CRC again.
+ */
+static uint32_t unstep_zero(uint32_t reg)
+{
+	uint8_t idx = crc_untop[reg >> 24];
+
+	return (reg ^ crc_table[0][idx]) << 8 | idx;
+}
+
+bool srdma_icrc_ipv4_explain(uint32_t got, uint32_t want, size_t tail,
+			     uint16_t *id, bool *df)
+{
+	const uint32_t *t = crc_table[0];
+	uint32_t v = got ^ want, r2, r1, reg;
+	uint8_t i0, i1, i2, l1, l2, b[3];
+	int k;
+
+	pthread_once(&crc_once, crc_table_init);
+	while (tail--)
+		v = unstep_zero(v);
+	/*
+	 * Three steps back from v to a zero register. Step k took register
+	 * r_k and byte b_k to t[i_k] ^ (r_k >> 8), i_k = (r_k ^ b_k) & 0xff:
+	 * the top byte of the result names i_k and the rest gives r_k but for
+	 * its low byte. r_0 = 0 makes r_1 = t[i_0] whole, which fixes the low
+	 * bytes left open; the forward check below rejects the differences
+	 * no bytes can make.
+	 */
+	i2 = crc_untop[v >> 24];
+	r2 = (v ^ t[i2]) << 8; /* low byte l2 still unknown */
+	i1 = crc_untop[r2 >> 24];
+	r1 = (r2 ^ t[i1]) << 8; /* low bytes unknown */
+	i0 = crc_untop[r1 >> 24];
+	l1 = (uint8_t)t[i0];
+	l2 = (uint8_t)((t[i0] >> 8) ^ t[i1]);
+	b[0] = i0;
+	b[1] = i1 ^ l1;
+	b[2] = i2 ^ l2;
+	for (reg = 0, k = 0; k < 3; k++)
+		reg = t[(reg ^ b[k]) & 0xff] ^ (reg >> 8);
+	if (reg != v)
+		return false;
+	/* Byte 6 was 0x40 (DF) in @want: only DF may differ, no MF, no
+	 * fragment offset. */
+	if (b[2] & ~0x40)
+		return false;
+	*id = (uint16_t)(b[0] << 8 | b[1]);
+	*df = !(b[2] & 0x40);
+	return true;
 }

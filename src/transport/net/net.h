@@ -36,6 +36,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "transport/net/wire.h"
 
@@ -83,6 +84,17 @@ struct srdma_net_qp_stats {
 	_Atomic uint64_t rnr_sent, rnr_rcvd;
 	_Atomic uint64_t dups_rcvd;
 	_Atomic uint64_t drops[SRDMA_DROP_MAX];
+	/* PSNs for `srdma status`: the requester's next PSN to send and the
+	 * responder's expected PSN. qp_net.c sets them at RTS / RTR; req.c
+	 * and resp.c keep them current. */
+	_Atomic uint32_t sq_psn, rq_psn;
+	_Atomic uint32_t flags;		/* SRDMA_NET_ST_* (qp_net.c) */
+};
+
+/* srdma_net_qp_stats.flags */
+enum {
+	SRDMA_NET_ST_CONNECTED = 1u << 0, /* RC/UC peer served by net */
+	SRDMA_NET_ST_REGISTERED = 1u << 1, /* reachable from the wire */
 };
 
 /*
@@ -107,10 +119,14 @@ struct srdma_net_qp {
 	pthread_mutex_t resp_lock;
 	struct srdma_netresp *resp;	/* resp_lock */
 	/* Earliest requester timer (retransmit or RNR), 0 for none; set by
-	 * req.c, read by the endpoint's timer scan. */
+	 * req.c, read by the endpoint's timer scan. CLOCK_MONOTONIC ns
+	 * (srdma_net_now_ns); lowering it: call srdma_net_kick(). */
 	_Atomic uint64_t deadline_ns;
 	struct srdma_net_qp_stats *st;	/* immutable pointer, never NULL
 					 * after srdma_net_qp_create() */
+	bool registered;		/* sq_lock: srdma_net_qp_register()
+					 * succeeded (qp_net.c) */
+	uint64_t st_off;		/* immutable: arena offset of *st */
 	/* endpoint.c bookkeeping */
 	_Atomic uint32_t refs;		/* dispatch pins */
 	struct srdma_net_qp *ep_next;	/* endpoint lock */
@@ -138,6 +154,68 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
 			int mask);
 
 /* ---- endpoint (endpoint.c) -------------------------------------------- */
+
+/*
+ * The UDP source port of every packet the endpoint sends: it sends from
+ * its socket bound to 4791 (docs/design/net-endpoint.md). The ICRC covers
+ * the source port, so a builder must use this value: srdma_net_qp_modify
+ * writes it into nq->path.sport at RTR, and UD senders put it in the path
+ * of every packet.
+ * srdma_net_send refuses a path with another sport.
+ */
+#define SRDMA_NET_SPORT SRDMA_ROCE_PORT
+
+/* The clock of nq->deadline_ns and srdma_net_kick(): CLOCK_MONOTONIC, ns. */
+static inline uint64_t srdma_net_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Counters of one endpoint (relaxed), for tests and `srdma status`. */
+struct srdma_net_ep_stats {
+	_Atomic uint64_t rx_dgrams;	/* received on the UDP socket */
+	_Atomic uint64_t rx_local;	/* for our LID, handled here (direct
+					 * or forwarded to us) */
+	_Atomic uint64_t fwd_out;	/* forwarded to another context */
+	_Atomic uint64_t fwd_in;	/* forwarded to us by another */
+	_Atomic uint64_t tx_dgrams, tx_bytes, tx_errors;
+	_Atomic uint64_t wakeups;	/* progress thread wake-ups */
+	_Atomic uint64_t inline_rx;	/* received by srdma_net_progress */
+	_Atomic uint64_t drops[SRDMA_DROP_MAX]; /* every drop, by cause */
+};
+
+/* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
+int srdma_net_ep_stats(struct srdma_context *ctx,
+		       struct srdma_net_ep_stats *out);
+
+/* One datagram of srdma_net_send_batch(). */
+struct srdma_net_msg {
+	const struct srdma_wire_path *path;
+	const struct iovec *iov;
+	int n;
+};
+
+/**
+ * srdma_net_send_batch() - srdma_net_send() for @n datagrams in as few
+ * system calls as possible (sendmmsg). Return: how many were sent (the
+ * first ones), or -errno if none was. Context: any thread.
+ */
+int srdma_net_send_batch(struct srdma_context *ctx,
+			 const struct srdma_net_msg *m, int n);
+
+/*
+ * Tests only: when set, the endpoint's dispatch hands every packet that
+ * passed its checks here instead of to req.c / resp.c.
+ */
+extern void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
+				    const struct srdma_pkt *pkt,
+				    const struct srdma_wire_path *from);
+/* Tests only: when set, the timer scan calls this instead of
+ * srdma_netreq_timer(). */
+extern uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
 
 /**
  * srdma_net_ctx_get() - the context's endpoint, opened on first use:
@@ -173,6 +251,13 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
  * Return: datagrams handled.
  */
 int srdma_net_progress(struct srdma_context *ctx, int budget);
+
+/**
+ * srdma_net_poll() - srdma_net_progress() for ibv_poll_cq on an empty CQ,
+ * when @ctx has an endpoint and SRDMA_NET_INLINE is not 0; otherwise
+ * nothing (one atomic load). Return: datagrams handled.
+ */
+int srdma_net_poll(struct srdma_context *ctx);
 
 /* Wake the progress thread: a timer earlier than the one it sleeps on was
  * armed (deadline_ns lowered). Cheap when nothing changes. */
@@ -217,6 +302,22 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *w);
 /* Complete every queued or unacknowledged WQE with IBV_WC_WR_FLUSH_ERR.
  * Context: qp->sq_lock held (QP in ERR, or being destroyed). */
 void srdma_netreq_flush_locked(struct srdma_qp *qp);
+/*
+ * Test hooks of req.c (tests/unit/test_net_req.c), NULL in the library:
+ * when srdma_netreq_tx_hook is set, packets go to it instead of
+ * srdma_net_send(), srdma_net_kick() is not called and drops are counted
+ * by req.c itself, so the requester runs without an endpoint; when
+ * srdma_netreq_comp_hook is set, completions go to it instead of
+ * srdma_comp_req() (the QP is not moved to ERR by the engine). Set them
+ * before any net QP is used.
+ */
+extern int (*srdma_netreq_tx_hook)(struct srdma_net_qp *nq,
+				   const struct srdma_wire_path *p,
+				   const struct iovec *iov, int n);
+extern void (*srdma_netreq_comp_hook)(struct srdma_qp *qp, uint64_t wr_id,
+				      uint32_t wr_opcode, bool signaled,
+				      int status, uint32_t byte_len);
+
 /* Requester state of a QP: create at srdma_net_qp_create, free at destroy. */
 struct srdma_netreq *srdma_netreq_new(struct srdma_net_qp *nq);
 void srdma_netreq_free(struct srdma_netreq *r);
@@ -226,6 +327,19 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn);
 /* Responder state of a QP, likewise; RTR sets the expected PSN. */
 struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq);
 void srdma_netresp_free(struct srdma_netresp *r);
+/**
+ * srdma_netresp_reset() - forget the responder's state; expect @rq_psn
+ * next (RTR), or 0 (RESET). A WQE taken from an SRQ for an unfinished
+ * message completes with IBV_WC_WR_FLUSH_ERR.
+ * Context: sq_lock and resp_lock held.
+ */
 void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn);
+
+/*
+ * Test hook: when set, the responder hands what it would send to this
+ * function instead of srdma_net_send() (unit tests). NULL in production.
+ */
+extern int (*srdma_netresp_tx_hook)(struct srdma_net_qp *nq,
+				    const struct iovec *iov, int n);
 
 #endif

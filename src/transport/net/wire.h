@@ -231,6 +231,20 @@ bool srdma_gid_is_v4(const uint8_t gid[16]);
 uint32_t srdma_wire_icrc(const struct srdma_wire_path *path,
 			 const struct iovec *iov, int n);
 
+/**
+ * srdma_wire_ip_udp() - the IP and UDP headers the kernel will put in
+ * front of @ib_len bytes (BTH through ICRC) sent on @path from an
+ * unconnected socket with IP_PMTUDISC_DO: IPv4 with identification 0,
+ * DF, TTL 64 and its header checksum; IPv6 with hop limit 64, no traffic
+ * class or flow label; UDP with checksum 0. srdma_wire_icrc() covers
+ * these, and pcap records show them.
+ * Return: the IP header length written at @ip (20 or 40); the UDP header
+ * is at @udp.
+ */
+size_t srdma_wire_ip_udp(const struct srdma_wire_path *path, size_t ib_len,
+			 uint8_t ip[SRDMA_IPV6_HDR_BYTES],
+			 uint8_t udp[SRDMA_UDP_HDR_BYTES]);
+
 /* Store @icrc little-endian at @p, as it goes on the wire. */
 void srdma_wire_put_icrc(uint8_t *p, uint32_t icrc);
 
@@ -242,6 +256,43 @@ void srdma_wire_put_icrc(uint8_t *p, uint32_t icrc);
  */
 bool srdma_wire_icrc_check(const struct srdma_wire_path *path,
 			   const uint8_t *buf, size_t len);
+
+/*
+ * How a receiver judges ICRCs: SRDMA_NET_ICRC (docs/design/net-wire.md).
+ * A UDP socket never shows a datagram's IPv4 identification and flags,
+ * which the ICRC covers: softrdma sends identification 0 with DF, rxe a
+ * hashed identification, NICs their own.
+ */
+enum srdma_icrc_mode {
+	SRDMA_ICRC_LENIENT = 0,	/* default: IPv4 right for some
+				 * identification and DF (2^-15 of
+				 * corruptions slip through); IPv6 exact */
+	SRDMA_ICRC_STRICT,	/* IPv4 right with identification 0 and
+				 * DF only (softrdma peers only) */
+	SRDMA_ICRC_OFF,		/* not checked at all */
+};
+
+/* SRDMA_NET_ICRC=lenient|strict|off, read once (unknown: lenient, with a
+ * warning). Context: any thread. */
+enum srdma_icrc_mode srdma_wire_icrc_mode(void);
+
+enum srdma_icrc_verdict {
+	SRDMA_ICRC_BAD = 0,	/* drop (SRDMA_DROP_ICRC) */
+	SRDMA_ICRC_OK,		/* right as softrdma sends */
+	SRDMA_ICRC_OK_ID,	/* IPv4, right with another identification
+				 * or DF (lenient): count it */
+	SRDMA_ICRC_UNCHECKED,	/* mode off */
+};
+
+/**
+ * srdma_wire_icrc_verify() - srdma_wire_icrc_check() under @mode: the
+ * receiver's verdict on the ICRC of the @len-byte UDP payload @buf that
+ * arrived on @path. A datagram shorter than BTH + ICRC is BAD in every
+ * mode. Context: any thread.
+ */
+enum srdma_icrc_verdict srdma_wire_icrc_verify(const struct srdma_wire_path *path,
+					       const uint8_t *buf, size_t len,
+					       enum srdma_icrc_mode mode);
 
 /* UDP source port for a QP pair, as Linux derives it from the flow label
  * (rdma_get_udp_sport): symmetric in the two QPNs when @flow_label is 0. */

@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# The net transport between test hosts (issue 10; docs/design/net-testing.md).
+# Every test here makes its own network namespaces with hosts.sh (root
+# needed: without it they skip, exit 77) and carries the label "net":
+#   net.hosts                 hosts.sh's self-test
+#   net.<client>[_events]     Debian's clients across two hosts (net_pair.sh):
+#                             ibv_{rc,uc,ud,srq}_pingpong -c (data checked),
+#                             perftest ib_{write,read,send,atomic}_{bw,lat} RC
+#                             and ib_send_{bw,lat} -c UD, polling and -e
+#                             (perftest refuses -e with WRITE)
+#   net.<client>_jumbo        the same at MTU 9000 (path MTU 4096)
+#   net.fault_<spec>.<client> built-in faults on both sides (SRDMA_NET_FAULT)
+#   net.kill                  SIGKILL of either side (net_kill.sh)
+#   net.wire                  captures checked by Wireshark and scapy
+#   net.func.<test>           the functional data-path tests over the wire
+#                             (SRDMA_TRANSPORT=net) inside one test host
+# Included by tests/CMakeLists.txt, which defines srdma_test_env().
+set(SRDMA_NET_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+# Tests that wait for the transport (branches h-wire, h-endpoint, h-req,
+# h-resp, h-gid, h-engine): registered, but DISABLED (CTest lists them as
+# "Not Run") until they pass, so that the default run stays green.
+# -DSRDMA_NET_PENDING=ON runs them anyway. Take a test off this list as
+# soon as it passes; once the list is empty, delete it.
+option(SRDMA_NET_PENDING "run the net tests that wait for the transport" OFF)
+set(SRDMA_NET_WAITING
+	net.rc_pingpong net.rc_pingpong_events
+	net.uc_pingpong net.uc_pingpong_events
+	net.ud_pingpong net.ud_pingpong_events
+	net.srq_pingpong net.srq_pingpong_events
+	net.ib_write_bw net.ib_write_lat
+	net.ib_read_bw net.ib_read_bw_events
+	net.ib_read_lat net.ib_read_lat_events
+	net.ib_send_bw net.ib_send_bw_events
+	net.ib_send_lat net.ib_send_lat_events
+	net.ib_atomic_bw net.ib_atomic_bw_events
+	net.ib_atomic_lat net.ib_atomic_lat_events
+	net.ib_send_bw_ud net.ib_send_bw_ud_events
+	net.ib_send_lat_ud net.ib_send_lat_ud_events
+	net.rc_pingpong_jumbo net.ib_write_bw_jumbo net.ib_read_bw_jumbo
+	net.fault_loss1.rc_pingpong net.fault_loss1.ib_write_bw
+	net.fault_loss1.ib_read_bw net.fault_loss1.ib_send_bw
+	net.fault_loss1.ib_atomic_bw
+	net.fault_loss10.rc_pingpong net.fault_loss10.ib_write_bw
+	net.fault_loss10.ib_read_bw net.fault_loss10.ib_send_bw
+	net.fault_loss10.ib_atomic_bw
+	net.fault_dupreorder.rc_pingpong net.fault_dupreorder.ib_write_bw
+	net.fault_dupreorder.ib_read_bw net.fault_dupreorder.ib_send_bw
+	net.fault_dupreorder.ib_atomic_bw
+	net.kill net.wire
+	net.func.test_dp_rc net.func.test_dp_xproc net.func.test_dp_async
+	net.func.test_rnr_many net.func.test_peer_death net.func.test_key_guess
+	net.func.test_dp_async_many)
+
+# srdma_net_props(TEST TIMEOUT): the properties every net test has.
+function(srdma_net_props test timeout)
+	set_tests_properties(${test} PROPERTIES TIMEOUT ${timeout} LABELS net
+		SKIP_RETURN_CODE 77)
+	srdma_test_env(${test})
+	if(NOT SRDMA_NET_PENDING AND test IN_LIST SRDMA_NET_WAITING)
+		set_tests_properties(${test} PROPERTIES DISABLED TRUE)
+	endif()
+endfunction()
+
+add_test(NAME net.hosts COMMAND bash ${SRDMA_NET_DIR}/test_hosts.sh)
+srdma_net_props(net.hosts 60)
+
+# srdma_net_pair(NAME KIND [MTU M] [FAULT SPEC] [TIMEOUT SECS]
+#                PROGRAM ARGS...) registers NAME: net_pair.sh runs PROGRAM
+# ARGS as server in host 1 and client in host 2. SECS is net_pair.sh's
+# budget (default 60); CTest's timeout is 20 s more. Fault runs use a
+# fixed seed, so they repeat exactly.
+function(srdma_net_pair name kind)
+	cmake_parse_arguments(PARSE_ARGV 2 arg "" "MTU;FAULT;TIMEOUT" "")
+	set(opts)
+	if(arg_MTU)
+		list(APPEND opts --mtu ${arg_MTU})
+	endif()
+	if(arg_FAULT)
+		list(APPEND opts --fault ${arg_FAULT} --seed 4791)
+	endif()
+	if(NOT arg_TIMEOUT)
+		set(arg_TIMEOUT 60)
+	endif()
+	math(EXPR ctest_timeout "${arg_TIMEOUT} + 20")
+	add_test(NAME ${name}
+		COMMAND bash ${SRDMA_NET_DIR}/net_pair.sh --timeout ${arg_TIMEOUT}
+			--tag ${name} ${opts} ${kind} $<TARGET_FILE:srdma>
+			${arg_UNPARSED_ARGUMENTS})
+	srdma_net_props(${name} ${ctest_timeout})
+endfunction()
+
+# The clients, polling and with -e (sleep on CQ events).
+foreach(ev "" _events)
+	if(ev)
+		set(e -e)
+	else()
+		set(e)
+	endif()
+	foreach(t rc uc srq)
+		srdma_net_pair(net.${t}_pingpong${ev} pingpong
+			ibv_${t}_pingpong -n 200 -c ${e})
+	endforeach()
+	# A UD message must fit the path MTU (1024 at MTU 1500).
+	srdma_net_pair(net.ud_pingpong${ev} pingpong
+		ibv_ud_pingpong -n 200 -s 1024 -c ${e})
+	foreach(t write read send atomic)
+		if(t STREQUAL write AND ev)
+			continue()	# "Events feature not available on WRITE verb"
+		endif()
+		srdma_net_pair(net.ib_${t}_bw${ev} bw
+			ib_${t}_bw -d srdma0 -n 1000 ${e})
+		srdma_net_pair(net.ib_${t}_lat${ev} lat
+			ib_${t}_lat -d srdma0 -n 500 ${e})
+	endforeach()
+	srdma_net_pair(net.ib_send_bw_ud${ev} bw
+		ib_send_bw -d srdma0 -c UD -n 1000 ${e})
+	srdma_net_pair(net.ib_send_lat_ud${ev} lat
+		ib_send_lat -d srdma0 -c UD -n 500 ${e})
+endforeach()
+
+# Jumbo frames: MTU 9000, path MTU 4096.
+srdma_net_pair(net.rc_pingpong_jumbo pingpong MTU 9000
+	ibv_rc_pingpong -n 200 -s 65536 -m 4096 -c)
+srdma_net_pair(net.ib_write_bw_jumbo bw MTU 9000
+	ib_write_bw -d srdma0 -n 500 -s 1048576 -m 4096)
+srdma_net_pair(net.ib_read_bw_jumbo bw MTU 9000
+	ib_read_bw -d srdma0 -n 500 -s 1048576 -m 4096)
+
+# Built-in faults, both directions: a loss, duplicate or reordering costs
+# the RC retransmission that IBTA prescribes (a NAK, or the timeout of
+# 4.096 us x 2^14 = 67 ms when nothing comes back), so these runs move
+# fewer and smaller messages. Multi-packet messages all the same (16 KiB
+# = 16 packets at path MTU 1024): FIRST/MIDDLE/LAST losses are exercised.
+foreach(f "loss1|loss=1%" "loss10|loss=10%" "dupreorder|dup=1%,reorder=1%")
+	string(REPLACE "|" ";" f "${f}")
+	list(GET f 0 tag)
+	list(GET f 1 spec)
+	srdma_net_pair(net.fault_${tag}.rc_pingpong pingpong FAULT ${spec}
+		TIMEOUT 100 ibv_rc_pingpong -n 100 -c)
+	foreach(t write read send atomic)
+		srdma_net_pair(net.fault_${tag}.ib_${t}_bw bw FAULT ${spec}
+			TIMEOUT 100 ib_${t}_bw -d srdma0 -n 200 -s 16384)
+	endforeach()
+endforeach()
+
+# SIGKILL of either side of ib_write_bw / ib_send_bw (net_kill.sh).
+add_test(NAME net.kill
+	COMMAND bash ${SRDMA_NET_DIR}/net_kill.sh $<TARGET_FILE:srdma> 4791)
+srdma_net_props(net.kill 120)
+
+# Wire conformance: tcpdump on the veth and on the loopback of one host,
+# then Wireshark's dissector and scapy's ICRC (net_wire.sh, check_pcap.py).
+add_test(NAME net.wire
+	COMMAND bash ${SRDMA_NET_DIR}/net_wire.sh $<TARGET_FILE:srdma>
+		$<TARGET_FILE:func_test_dp_rc>)
+srdma_net_props(net.wire 180)
+
+# The functional data-path tests over the wire on one host: one test host
+# (so its GIDs are 198.18 addresses), SRDMA_TRANSPORT=net between the
+# test's own contexts and processes; net_func.sh also checks that RoCEv2
+# packets were seen on the host's loopback.
+foreach(t test_dp_rc test_dp_xproc test_dp_async test_rnr_many
+	test_peer_death test_key_guess test_dp_async_many)
+	add_test(NAME net.func.${t}
+		COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_${t}>)
+	srdma_net_props(net.func.${t} 300)
+endforeach()
