@@ -55,6 +55,7 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "engine/responder.h"
+#include "transport/net/gid.h"
 #include "transport/net/net.h"
 #include "util/log.h"
 
@@ -126,9 +127,11 @@ struct srdma_netresp {
 	int nslots, ntx;
 	struct tx_slot slot1;
 	/* Kept across resets: our own QP as the engine's target, taken on
-	 * first use (a reference on the self peer), dropped at free. */
+	 * first use (a reference on the self peer), dropped at free; and
+	 * the port's active MTU then (UD's limit). */
 	bool have_t;
 	struct srdma_target t;
+	uint32_t port_mtu;
 };
 
 /* What handling a request decided, when it is not plain success. */
@@ -990,7 +993,7 @@ static void ud_input(struct srdma_netresp *r, struct srdma_target *t,
 		     const struct srdma_wire_path *from)
 {
 	uint8_t op = pkt->opcode & 0x1f;
-	uint32_t mtu = r->nq->mtu ? r->nq->mtu : MAX_MTU;
+	uint32_t mtu = r->port_mtu;
 	struct srdma_shm_cqe c = { 0 };
 	struct srdma_rq_hold h;
 	uint8_t grh[GRH_BYTES];
@@ -1069,8 +1072,10 @@ static uint8_t qp_transport(enum ibv_qp_type type)
 static struct srdma_target *target(struct srdma_netresp *r)
 {
 	if (!r->have_t &&
-	    !srdma_resp_self(r->nq->ctx, r->nq->qpn, &r->t))
+	    !srdma_resp_self(r->nq->ctx, r->nq->qpn, &r->t)) {
 		r->have_t = true;
+		r->port_mtu = 128u << srdma_gid_active_mtu(&r->nq->ctx->gids);
+	}
 	return r->have_t ? &r->t : NULL;
 }
 
