@@ -49,6 +49,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,11 +166,18 @@ static bool op_is_atomic(uint8_t op)
 	return op == SRDMA_OP_CMP_SWAP || op == SRDMA_OP_FETCH_ADD;
 }
 
+/* Count and explain a dropped request (the endpoint logs it once). */
 static void drop(struct srdma_netresp *r, const struct srdma_pkt *pkt,
 		 enum srdma_drop d, const char *why)
 {
-	srdma_dbg("QP %#x: drop opcode %#x PSN %#x (ePSN %#x): %s",
-		  r->nq->qpn, pkt->opcode, pkt->psn, r->epsn, why);
+	char buf[192];
+
+	if (srdma_log_level >= SRDMA_LOG_DEBUG) {
+		snprintf(buf, sizeof(buf),
+			 "%s (opcode %#x PSN %#x, ePSN %#x)", why,
+			 pkt->opcode, pkt->psn, r->epsn);
+		why = buf;
+	}
 	srdma_net_drop(r->nq->ctx, r->nq, d, why);
 }
 
@@ -836,6 +844,7 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	int32_t d = srdma_psn_cmp(pkt->psn, r->epsn);
 	uint32_t event = 0, nak_psn = pkt->psn;
 	enum verdict v;
+	uint8_t syn;
 
 	if (d > 0) {
 		if (r->psn_nak) {
@@ -890,6 +899,8 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	case V_RNR:
 		/* Like a sequence NAK: what follows in the requester's
 		 * window is dropped silently until it retries ePSN. */
+		srdma_dbg("QP %#x: PSN %#x: no receive WQE, RNR NAK",
+			  r->nq->qpn, pkt->psn);
 		send_ack(r, SRDMA_AETH_RNR(t->qp->min_rnr_timer), pkt->psn);
 		r->psn_nak = true;
 		return;
@@ -912,9 +923,11 @@ fail:
 	if (r->have_wqe && r->consumed)
 		wqe_fail(r, t, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR);
 	wqe_forget(r);
-	send_ack(r, v == V_NAK_INV ? SRDMA_AETH_NAK_INV :
-		    v == V_NAK_ACC ? SRDMA_AETH_NAK_ACC : SRDMA_AETH_NAK_OPS,
-		 nak_psn);
+	syn = v == V_NAK_INV ? SRDMA_AETH_NAK_INV :
+	      v == V_NAK_ACC ? SRDMA_AETH_NAK_ACC : SRDMA_AETH_NAK_OPS;
+	srdma_dbg("QP %#x: opcode %#x PSN %#x refused: NAK %#x, QP to ERR",
+		  r->nq->qpn, pkt->opcode, nak_psn, syn);
+	send_ack(r, syn, nak_psn);
 	r->cur = MSG_NONE;
 	srdma_resp_qp_error(t, event);
 }
