@@ -791,6 +791,27 @@ static void test_bad_length(void **state)
 	fx_free(f);
 }
 
+/* SEND_WITH_INV of a plain MR's key: the receive completes with
+ * REM_INV_REQ_ERR, the requester gets an invalid-request NAK. */
+static void test_send_inv(void **state)
+{
+	struct fx *f = fx_new(IBV_QPT_RC, 0, 3);
+	struct srdma_pkt p;
+	struct ibv_wc wc;
+
+	(void)state;
+	post_recv(f, 4, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY_INV, 3);
+	p.inv_rkey = f->mr->ibmr.rkey;
+	inject(f, &p, "inv", 3);
+	check_ack(0, SRDMA_AETH_NAK_INV, 3);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 4);
+	assert_int_equal(wc.status, IBV_WC_REM_INV_REQ_ERR);
+	assert_int_equal(qp_state(f), IBV_QPS_ERR);
+	fx_free(f);
+}
+
 /* A packet from anyone but the QP's peer, or of another transport. */
 static void test_source_transport(void **state)
 {
@@ -1159,6 +1180,7 @@ int main(void)
 		cmocka_unit_test(test_bad_rkey),
 		cmocka_unit_test(test_write_imm),
 		cmocka_unit_test(test_bad_length),
+		cmocka_unit_test(test_send_inv),
 		cmocka_unit_test(test_source_transport),
 		cmocka_unit_test(test_uc_gap),
 		cmocka_unit_test(test_srq),
