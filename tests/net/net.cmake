@@ -168,3 +168,10 @@ foreach(t test_dp_rc test_dp_xproc test_dp_async test_rnr_many
 			env SRDMA_TRANSPORT=net $<TARGET_FILE:func_${t}>)
 	srdma_net_props(net.func.${t} 300)
 endforeach()
+
+# Hostile datagrams to a server's port 4791 while ibv_rc_pingpong -c runs
+# (net_flood.sh): the transfer completes, drops are counted by cause.
+list(APPEND SRDMA_NET_WAITING net.flood)
+add_test(NAME net.flood
+	COMMAND bash ${SRDMA_NET_DIR}/net_flood.sh $<TARGET_FILE:srdma>)
+srdma_net_props(net.flood 150)
