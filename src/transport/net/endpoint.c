@@ -269,7 +269,7 @@ void srdma_net_qp_unregister(struct srdma_net_qp *nq)
 	struct srdma_net_qp **pp;
 	struct timespec ts = { 0, 20000 };
 
-	if (!ep)
+	if (!ep || ep_inherited(ep))
 		return;
 	pthread_mutex_lock(&ep->lock);
 	if (atomic_load_explicit(&ep->qp_tab[nq->qpn & (QP_SLOTS - 1)],
