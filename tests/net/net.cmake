@@ -159,13 +159,12 @@ srdma_net_props(net.wire 180)
 
 # The functional data-path tests over the wire on one host: one test host
 # (so its GIDs are 198.18 addresses), SRDMA_TRANSPORT=net between the
-# test's own contexts and processes.
+# test's own contexts and processes; net_func.sh also checks that RoCEv2
+# packets were seen on the host's loopback.
 foreach(t test_dp_rc test_dp_xproc test_dp_async test_rnr_many
 	test_peer_death test_key_guess test_dp_async_many)
 	add_test(NAME net.func.${t}
-		COMMAND bash ${SRDMA_NET_DIR}/hosts.sh with 1 --tag nf-${t} --
-			bash ${SRDMA_NET_DIR}/hosts.sh run 1 --
-			env SRDMA_TRANSPORT=net $<TARGET_FILE:func_${t}>)
+		COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_${t}>)
 	srdma_net_props(net.func.${t} 300)
 endforeach()
 

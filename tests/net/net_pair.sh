@@ -19,6 +19,7 @@
 #   --tag T          hosts.sh tag (default np<pid>)
 #   --reuse-hosts    use the two hosts of $SRDMA_NET_TAG as they are (made
 #                    by the caller, who also removes them): --mtu ignored
+#   --client-log F   copy the client's output to F (net_bench.sh reads it)
 #   --ipv6           the GID of each host's IPv6 address (fd53:...), so
 #                    RoCEv2 over IPv6; the side channel stays on IPv4
 #
@@ -58,6 +59,7 @@ seed=
 tag=np$$
 reuse=
 family=
+client_log=
 
 die()
 {
@@ -73,6 +75,7 @@ while [ $# -gt 0 ]; do
 	--tag) tag=${2:?}; shift 2 ;;
 	--reuse-hosts) reuse=1; shift ;;
 	--ipv6) family=-6; shift ;;
+	--client-log) client_log=${2:?}; shift 2 ;;
 	-*) die "unknown option '$1'" ;;
 	*) break ;;
 	esac
@@ -136,6 +139,7 @@ kill_all()
 cleanup()
 {
 	kill_all
+	[ -n "$client_log" ] && cp "$cli_out" "$client_log"
 	[ -n "$reuse" ] || "$H" down >/dev/null 2>&1
 	rm -rf "$work"
 }

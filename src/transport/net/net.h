@@ -88,6 +88,13 @@ struct srdma_net_qp_stats {
 	 * responder's expected PSN. qp_net.c sets them at RTS / RTR; req.c
 	 * and resp.c keep them current. */
 	_Atomic uint32_t sq_psn, rq_psn;
+	_Atomic uint32_t flags;		/* SRDMA_NET_ST_* (qp_net.c) */
+};
+
+/* srdma_net_qp_stats.flags */
+enum {
+	SRDMA_NET_ST_CONNECTED = 1u << 0, /* RC/UC peer served by net */
+	SRDMA_NET_ST_REGISTERED = 1u << 1, /* reachable from the wire */
 };
 
 /*
