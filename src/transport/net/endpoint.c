@@ -1024,7 +1024,7 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	struct srdma_net_ctx *ep = ep_of(ctx);
 	int n;
 
-	if (!ep || budget <= 0)
+	if (!ep || budget <= 0 || !ep->poll_inline)
 		return 0;
 	if (pthread_mutex_trylock(&ep->drain_lock))
 		return 0;
@@ -1040,16 +1040,6 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 		pthread_mutex_unlock(&ep->timer_lock);
 	}
 	return n;
-}
-
-int srdma_net_poll(struct srdma_context *ctx)
-{
-	struct srdma_net_ctx *ep = atomic_load_explicit(&ctx->net,
-							memory_order_acquire);
-
-	if (!ep || !ep->poll_inline)
-		return 0;
-	return srdma_net_progress(ctx, RX_BATCH);
 }
 
 void srdma_net_kick(struct srdma_context *ctx, uint64_t deadline_ns)
