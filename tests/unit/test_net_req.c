@@ -1016,6 +1016,22 @@ static void test_timer_restarts_lazily(void **state)
 	env_down();
 }
 
+
+static void test_fence_waits_for_read(void **state)
+{
+	static uint8_t d[8];
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	assert_int_equal(post_wr(1, IBV_WR_RDMA_READ, 0, 8, 0, 0x1000), 0);
+	assert_int_equal(post_wr(2, IBV_WR_SEND, 0, 8, IBV_SEND_FENCE, 0), 0);
+	assert_int_equal(E.npk, 1);
+	respond(SRDMA_OP_READ_RESP_ONLY, 0, SRDMA_AETH_ACK, d, 8, 0);
+	assert_int_equal(E.npk, 2);
+	assert_int_equal(E.pk[1].p.opcode, SRDMA_OP_SEND_ONLY);
+	assert_int_equal(E.pk[1].p.psn, 1);
+	env_down();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1032,6 +1048,7 @@ int main(void)
 		cmocka_unit_test(test_implied_nak),
 		cmocka_unit_test(test_atomic),
 		cmocka_unit_test(test_max_rd_atomic),
+		cmocka_unit_test(test_fence_waits_for_read),
 		cmocka_unit_test(test_error_naks),
 		cmocka_unit_test(test_local_protection),
 		cmocka_unit_test(test_flush),
