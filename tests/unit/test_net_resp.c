@@ -105,6 +105,7 @@ struct fx {
 	struct srdma_pd *pd;
 	struct srdma_cq *cq;
 	struct srdma_mr *mr;
+	struct srdma_srq *srq;		/* or NULL */
 	uint8_t *buf;			/* BUF bytes, registered */
 	struct srdma_qp *qp;
 	struct srdma_net_qp nq;
@@ -112,6 +113,9 @@ struct fx {
 	struct srdma_wire_path peer;	/* the peer's view: its datagrams */
 	enum ibv_qp_type type;
 };
+
+/* The next fixture's QP takes its receives from an SRQ. */
+static bool use_srq;
 
 static void v4gid(uint8_t g[16], uint8_t last)
 {
@@ -148,6 +152,15 @@ static struct fx *fx_new(enum ibv_qp_type type, uint32_t access,
 		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	assert_int_equal(srdma_mr_reg(&f->pd->ibpd, &ma, &f->mr), 0);
 
+	if (use_srq) {
+		struct ibv_srq_init_attr sa = { 0 };
+
+		sa.attr.max_wr = 64;
+		sa.attr.max_sge = 4;
+		assert_int_equal(srdma_srq_create(&f->pd->ibpd, &sa, &f->srq),
+				 0);
+		qa.srq = &f->srq->ibsrq;
+	}
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
 	qa.pd = &f->pd->ibpd;
 	qa.send_cq = &f->cq->ib.cq;
@@ -228,6 +241,8 @@ static void fx_free(struct fx *f)
 	srdma_netresp_free(f->nq.resp);
 	pthread_mutex_destroy(&f->nq.resp_lock);
 	assert_int_equal(srdma_qp_destroy(f->qp), 0);
+	if (f->srq)
+		assert_int_equal(srdma_srq_destroy(f->srq), 0);
 	assert_int_equal(srdma_mr_dereg(&f->mr->ibmr), 0);
 	assert_int_equal(srdma_cq_destroy(f->cq), 0);
 	assert_int_equal(srdma_pd_dealloc(f->pd), 0);
@@ -250,7 +265,10 @@ static void post_recv(struct fx *f, uint64_t wr_id, uint32_t off,
 				  .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	assert_int_equal(srdma_qp_post_recv(f->qp, &wr, &bad), 0);
+	if (f->srq)
+		assert_int_equal(srdma_srq_post_recv(f->srq, &wr, &bad), 0);
+	else
+		assert_int_equal(srdma_qp_post_recv(f->qp, &wr, &bad), 0);
 }
 
 /* Post without judging the result (the fuzz may fill the queue). */
@@ -262,7 +280,10 @@ static void post_recv_try(struct fx *f, uint64_t wr_id, uint32_t off,
 				  .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	(void)srdma_qp_post_recv(f->qp, &wr, &bad);
+	if (f->srq)
+		(void)srdma_srq_post_recv(f->srq, &wr, &bad);
+	else
+		(void)srdma_qp_post_recv(f->qp, &wr, &bad);
 }
 
 static int cq_poll(struct fx *f, struct ibv_wc *wc, int n)
@@ -362,7 +383,6 @@ static void test_send_multi(void **state)
 	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
 	assert_int_equal(be32toh(wc.imm_data), 0x1234);
 	assert_memory_equal(f->buf, data, sizeof(data));
-	assert_int_equal(atomic_load(&f->st.rx_pkts), 3);
 	fx_free(f);
 }
 
@@ -383,6 +403,12 @@ static void test_rnr(void **state)
 	assert_int_equal(atomic_load(&f->st.rnr_sent), 1);
 	assert_int_equal(atomic_load(&f->st.naks_sent), 0);
 	assert_int_equal(cq_poll(f, &wc, 1), 0);
+	/* The rest of the requester's window is dropped silently. */
+	p.psn = 6;
+	inject(f, &p, "later", 5);
+	assert_int_equal(ntx, 1);
+	assert_int_equal(atomic_load(&f->st.drops[SRDMA_DROP_PSN]), 1);
+	p.psn = 5;
 	post_recv(f, 1, 0, 64);
 	inject(f, &p, "hello", 5);
 	assert_int_equal(ntx, 2);
@@ -535,6 +561,47 @@ static void test_read_replay(void **state)
 	assert_int_equal(tx[8].p.paylen, 0);
 	assert_int_equal(tx[8].p.psn, 203);
 	assert_int_equal(qp_state(f), IBV_QPS_RTR);
+	fx_free(f);
+}
+
+/* A READ longer than one send batch: every response in order, each with
+ * its bytes; then one beyond the region: NAK remote access, QP in ERR. */
+static void test_read_big(void **state)
+{
+	struct fx *f = fx_new(IBV_QPT_RC, IBV_ACCESS_REMOTE_READ, 0xfffff0);
+	uint32_t i, len = 40 * MTU + 5, psn;
+	struct srdma_pkt p;
+
+	(void)state;
+	for (i = 0; i < BUF; i++)
+		f->buf[i] = pat(i);
+	p = req(f, SRDMA_OP_READ_REQ, 0xfffff0);
+	p.va = (uintptr_t)f->buf + 3;
+	p.rkey = f->mr->ibmr.rkey;
+	p.dma_len = len;
+	inject(f, &p, NULL, 0);
+	assert_int_equal(ntx, 41);
+	for (i = 0, psn = 0xfffff0; i < 41; i++, psn = (psn + 1) & 0xffffff) {
+		uint8_t want = i == 0 ? SRDMA_OP_READ_RESP_FIRST :
+			       i == 40 ? SRDMA_OP_READ_RESP_LAST :
+					 SRDMA_OP_READ_RESP_MIDDLE;
+
+		assert_int_equal(tx[i].p.opcode, want);
+		assert_int_equal(tx[i].p.psn, psn);
+		assert_int_equal(tx[i].p.paylen, i == 40 ? 5 : MTU);
+		assert_memory_equal(tx[i].p.payload, f->buf + 3 + i * MTU,
+				    tx[i].p.paylen);
+	}
+	assert_int_equal(atomic_load(&f->st.tx_pkts), 41);
+	/* ePSN is past the responses. */
+	p = req(f, SRDMA_OP_READ_REQ, (0xfffff0 + 41) & 0xffffff);
+	p.va = (uintptr_t)f->buf + BUF - 8;
+	p.rkey = f->mr->ibmr.rkey;
+	p.dma_len = 16;
+	inject(f, &p, NULL, 0);
+	assert_int_equal(ntx, 42);
+	check_ack(41, SRDMA_AETH_NAK_ACC, (0xfffff0 + 41) & 0xffffff);
+	assert_int_equal(qp_state(f), IBV_QPS_ERR);
 	fx_free(f);
 }
 
@@ -786,6 +853,76 @@ static void test_uc_gap(void **state)
 	fx_free(f);
 }
 
+/* ---- SRQ ------------------------------------------------------------------- */
+
+/* From an SRQ the WQE is consumed at the first packet: a message in
+ * three packets completes once; a UC message too long for its buffer
+ * completes it with LOC_LEN_ERR (it cannot go back), the QP stays. */
+static void test_srq(void **state)
+{
+	uint8_t data[2 * MTU + 100];
+	struct srdma_pkt p;
+	struct ibv_wc wc;
+	struct fx *f;
+	uint32_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = pat(i);
+	use_srq = true;
+	f = fx_new(IBV_QPT_RC, 0, 7);
+	use_srq = false;
+	post_recv(f, 11, 0, 4096);
+	post_recv(f, 12, 4096, 4096);
+	p = req(f, SRDMA_OP_SEND_FIRST, 7);
+	inject(f, &p, data, MTU);
+	p = req(f, SRDMA_OP_SEND_MIDDLE, 8);
+	inject(f, &p, data + MTU, MTU);
+	p = req(f, SRDMA_OP_SEND_LAST, 9);
+	p.ackreq = true;
+	inject(f, &p, data + 2 * MTU, 100);
+	check_ack(0, SRDMA_AETH_ACK, 9);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 11);
+	assert_int_equal(wc.byte_len, sizeof(data));
+	assert_memory_equal(f->buf, data, sizeof(data));
+	/* A message cut off by a QP error: its SRQ WQE comes back flushed
+	 * when the QP is reset. */
+	p = req(f, SRDMA_OP_SEND_FIRST, 10);
+	inject(f, &p, data, MTU);
+	p = req(f, SRDMA_OP_SEND_ONLY, 11);
+	inject(f, &p, data, 4);			/* missing LAST */
+	check_ack(1, SRDMA_AETH_NAK_INV, 11);
+	assert_int_equal(qp_state(f), IBV_QPS_ERR);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 12);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	fx_free(f);
+
+	use_srq = true;
+	f = fx_new(IBV_QPT_UC, 0, 1);
+	use_srq = false;
+	post_recv(f, 21, 0, 100);
+	p = req(f, SRDMA_OP_SEND_ONLY, 1);
+	inject(f, &p, data, 101);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 21);
+	assert_int_equal(wc.status, IBV_WC_LOC_LEN_ERR);
+	assert_int_equal(qp_state(f), IBV_QPS_RTR);
+	/* A UC message whose LAST is lost keeps its WQE for the next. */
+	post_recv(f, 22, 0, 4096);
+	p = req(f, SRDMA_OP_SEND_FIRST, 2);
+	inject(f, &p, data, MTU);
+	p = req(f, SRDMA_OP_SEND_ONLY, 4);
+	inject(f, &p, "next", 4);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 22);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 4);
+	assert_int_equal(ntx, 0);
+	fx_free(f);
+}
+
 /* ---- UD -------------------------------------------------------------------- */
 
 static void test_ud(void **state)
@@ -846,14 +983,39 @@ static uint64_t rnd(void)
 
 /* Random packets, mostly near the right PSN and keys so they get deep:
  * nothing may crash, hang or leak, and the QP entry must stay usable. */
+static const uint8_t ops[] = {
+	SRDMA_OP_SEND_FIRST,	 SRDMA_OP_SEND_MIDDLE,	 SRDMA_OP_SEND_LAST,
+	SRDMA_OP_SEND_LAST_IMM,	 SRDMA_OP_SEND_ONLY,	 SRDMA_OP_SEND_ONLY_IMM,
+	SRDMA_OP_WRITE_FIRST,	 SRDMA_OP_WRITE_MIDDLE,	 SRDMA_OP_WRITE_LAST,
+	SRDMA_OP_WRITE_LAST_IMM, SRDMA_OP_WRITE_ONLY,	 SRDMA_OP_WRITE_ONLY_IMM,
+	SRDMA_OP_READ_REQ,	 SRDMA_OP_CMP_SWAP,	 SRDMA_OP_FETCH_ADD,
+	SRDMA_OP_SEND_LAST_INV,	 SRDMA_OP_SEND_ONLY_INV, SRDMA_OP_ACK,
+};
+#define NOPS (sizeof(ops) / sizeof(ops[0]))
+
+/* Everything that says a packet was not taken as the next one. */
+static uint64_t counted(struct fx *f)
+{
+	uint64_t n = atomic_load(&f->st.naks_sent) +
+		     atomic_load(&f->st.rnr_sent) +
+		     atomic_load(&f->st.dups_rcvd);
+	int d;
+
+	for (d = 0; d < SRDMA_DROP_MAX; d++)
+		n += atomic_load(&f->st.drops[d]);
+	return n;
+}
+
 static void fuzz_one(enum ibv_qp_type type, int rounds)
 {
+	uint32_t cursor = 0;
+	uint64_t before;
 	struct fx *f = fx_new(type, IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ |
 				   IBV_ACCESS_REMOTE_ATOMIC, 0);
 	static uint8_t junk[MTU + 4];
 	struct ibv_wc wc[16];
-	int i;
+	int i, k, ncqe = 0, nerr = 0;
 
 	tx_capture = false;
 	for (i = 0; i < (int)sizeof(junk); i++)
@@ -864,13 +1026,23 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 		uint32_t len;
 
 		p.opcode = (uint8_t)r;
-		if (r & 0x100)	/* mostly our transport */
-			p.opcode = (uint8_t)((p.opcode & 0x1f) |
+		if (r & 0x300)	/* mostly a request of our transport */
+			p.opcode = (uint8_t)(ops[(r >> 20) % NOPS] |
 					     (type == IBV_QPT_RC ? SRDMA_TR_RC :
 					      type == IBV_QPT_UC ? SRDMA_TR_UC :
 								   SRDMA_TR_UD));
-		p.psn = (r & 0x200) ? (uint32_t)(s & 0xffffff) :
-				      (uint32_t)((i + (s & 7)) & 0xffffff);
+		if (type == IBV_QPT_UD && (r & 0x400000))
+			p.opcode = SRDMA_TR_UD | ((r & 0x800000) ?
+							  SRDMA_OP_SEND_ONLY :
+							  SRDMA_OP_SEND_ONLY_IMM);
+		/* mostly the PSN expected, as far as we can tell */
+		if (!(r & 0x3c0000))
+			p.psn = (uint32_t)(s & 0xffffff);
+		else if (r & 0x40000)
+			p.psn = srdma_psn_add(cursor, (uint32_t)(s % 5) - 2);
+		else
+			p.psn = cursor;
+		before = counted(f);
 		p.ackreq = r & 0x400;
 		p.se = r & 0x800;
 		p.va = (r & 0x1000) ? (uintptr_t)f->buf + (s >> 40) % BUF :
@@ -885,8 +1057,11 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 		p.inv_rkey = (uint32_t)rnd();
 		p.imm = (uint32_t)rnd();
 		len = (uint32_t)(rnd() % (MTU + 1));
-		if (r & 0x10000)
-			len = MTU;
+		if ((r & 0x10000) || (srdma_wire_hdrs(p.opcode) &
+				      (SRDMA_HDR_FIRST | SRDMA_HDR_MIDDLE)) ==
+					     SRDMA_HDR_FIRST ||
+		    (srdma_wire_hdrs(p.opcode) & SRDMA_HDR_MIDDLE))
+			len = (r & 0x20000) ? MTU : len;
 		if (!srdma_wire_hdrs(p.opcode) ||
 		    !(srdma_wire_hdrs(p.opcode) & SRDMA_HDR_PAYLOAD))
 			len = 0;
@@ -899,29 +1074,57 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 			p.padcnt = (uint8_t)rnd();
 			srdma_netresp_input(&f->nq, &p, &f->peer);
 		}
+		/* Follow the responder's ePSN: UC expects the next PSN after
+		 * any packet, RC after one it took (a READ takes one PSN per
+		 * response packet). */
+		if (type == IBV_QPT_UC)
+			cursor = srdma_psn_add(p.psn, 1);
+		else if (counted(f) == before && qp_state(f) != IBV_QPS_ERR &&
+			 p.psn == cursor)
+			cursor = srdma_psn_add(
+				cursor, (p.opcode & 0x1f) == SRDMA_OP_READ_REQ ?
+						(p.dma_len + MTU - 1) / MTU +
+							!p.dma_len :
+						1);
 		if (!(i % 7))
 			post_recv_try(f, i, (uint32_t)(rnd() % (BUF - 4096)),
 				  (uint32_t)(rnd() % 4096));
-		while (cq_poll(f, wc, 16) > 0)
-			;
-		if (qp_state(f) == IBV_QPS_ERR) {
+		while ((k = cq_poll(f, wc, 16)) > 0)
+			ncqe += k;
+		if (qp_state(f) == IBV_QPS_ERR || !(i % 61)) {
+			nerr += qp_state(f) == IBV_QPS_ERR;
 			/* As modify ERR -> RESET -> INIT -> RTR would. */
 			atomic_store(&f->qp->sh->state, IBV_QPS_RTR);
 			pthread_mutex_lock(&f->nq.resp_lock);
-			srdma_netresp_reset(&f->nq, (uint32_t)(i + 1));
+			srdma_netresp_reset(&f->nq, cursor);
 			pthread_mutex_unlock(&f->nq.resp_lock);
 		}
 	}
-	assert_true(atomic_load(&f->st.rx_pkts) == (uint64_t)rounds);
+	printf("  %s: %d packets, %llu sent, %llu NAKs, %llu RNR NAKs, %llu dups, %d CQEs, %d QP errors; dropped:",
+	       type == IBV_QPT_RC ? "RC" : type == IBV_QPT_UC ? "UC" : "UD",
+	       rounds, (unsigned long long)atomic_load(&f->st.tx_pkts),
+	       (unsigned long long)atomic_load(&f->st.naks_sent),
+	       (unsigned long long)atomic_load(&f->st.rnr_sent),
+	       (unsigned long long)atomic_load(&f->st.dups_rcvd), ncqe, nerr);
+	for (i = 1; i < SRDMA_DROP_MAX; i++)
+		if (atomic_load(&f->st.drops[i]))
+			printf(" %s %llu", srdma_drop_str((enum srdma_drop)i),
+			       (unsigned long long)atomic_load(&f->st.drops[i]));
+	printf("\n");
 	fx_free(f);
 }
 
 static void test_garbage(void **state)
 {
 	(void)state;
-	fuzz_one(IBV_QPT_RC, 20000);
-	fuzz_one(IBV_QPT_UC, 10000);
-	fuzz_one(IBV_QPT_UD, 5000);
+	fuzz_one(IBV_QPT_RC, 100000);
+	fuzz_one(IBV_QPT_UC, 50000);
+	fuzz_one(IBV_QPT_UD, 20000);
+	use_srq = true;
+	fuzz_one(IBV_QPT_RC, 50000);
+	fuzz_one(IBV_QPT_UC, 20000);
+	fuzz_one(IBV_QPT_UD, 10000);
+	use_srq = false;
 }
 
 int main(void)
@@ -932,12 +1135,14 @@ int main(void)
 		cmocka_unit_test(test_psn_gap),
 		cmocka_unit_test(test_dup_send),
 		cmocka_unit_test(test_read_replay),
+		cmocka_unit_test(test_read_big),
 		cmocka_unit_test(test_atomic_once),
 		cmocka_unit_test(test_bad_rkey),
 		cmocka_unit_test(test_write_imm),
 		cmocka_unit_test(test_bad_length),
 		cmocka_unit_test(test_source_transport),
 		cmocka_unit_test(test_uc_gap),
+		cmocka_unit_test(test_srq),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_garbage),
 	};

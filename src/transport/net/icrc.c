@@ -17,11 +17,15 @@
  */
 #include <endian.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "transport/net/icrc.h"
 
 static uint32_t crc_table[8][256]; /* immutable after crc_once */
+/* The entry of crc_table[0] whose top byte is the index (the top bytes of
+ * the 256 entries are all different): undoes one register step. */
+static uint8_t crc_untop[256]; /* immutable after crc_once */
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_table_init(void)
@@ -34,6 +38,8 @@ static void crc_table_init(void)
 			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
 		crc_table[0][i] = c;
 	}
+	for (i = 0; i < 256; i++)
+		crc_untop[crc_table[0][i] >> 24] = (uint8_t)i;
 	/* Table k: the register effect of a byte followed by k zero bytes. */
 	for (i = 0; i < 256; i++)
 		for (k = 1; k < 8; k++)
@@ -159,4 +165,68 @@ uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 	struct iovec iov = {.iov_base = (void *)ib, .iov_len = ib_len};
 
 	return srdma_icrc_iov(ip, udp, &iov, 1);
+}
+
+/*
+ * Why an IPv4 ICRC may be explained by another identification.
+ *
+ * The CRC register update is linear over GF(2), so two packets that
+ * differ only in IP header bytes 4..6 (identification, flags and the top
+ * of the fragment offset) end with registers that differ by
+ *   Z^tail * G(delta)
+ * where delta is the 24-bit difference of those bytes, G the register a
+ * zero register becomes after the three bytes of delta, Z one step over a
+ * zero byte and tail the bytes after byte 6. Z is invertible (the top
+ * byte of a table entry names the entry), so undoing tail zero steps on
+ * the difference of the two ICRCs gives G(delta), and G, injective for
+ * three bytes, is undone three steps back to a zero register. Cost: one
+ * table lookup per covered byte, like computing the CRC again.
+ */
+static uint32_t unstep_zero(uint32_t reg)
+{
+	uint8_t idx = crc_untop[reg >> 24];
+
+	return (reg ^ crc_table[0][idx]) << 8 | idx;
+}
+
+bool srdma_icrc_ipv4_explain(uint32_t got, uint32_t want, size_t tail,
+			     uint16_t *id, bool *df)
+{
+	const uint32_t *t = crc_table[0];
+	uint32_t v = got ^ want, r2, r1, reg;
+	uint8_t i0, i1, i2, l1, l2, b[3];
+	int k;
+
+	pthread_once(&crc_once, crc_table_init);
+	while (tail--)
+		v = unstep_zero(v);
+	/*
+	 * Three steps back from v to a zero register. Step k took register
+	 * r_k and byte b_k to t[i_k] ^ (r_k >> 8), i_k = (r_k ^ b_k) & 0xff:
+	 * the top byte of the result names i_k and the rest gives r_k but for
+	 * its low byte. r_0 = 0 makes r_1 = t[i_0] whole, which fixes the low
+	 * bytes left open; the forward check below rejects the differences
+	 * no bytes can make.
+	 */
+	i2 = crc_untop[v >> 24];
+	r2 = (v ^ t[i2]) << 8; /* low byte l2 still unknown */
+	i1 = crc_untop[r2 >> 24];
+	r1 = (r2 ^ t[i1]) << 8; /* low bytes unknown */
+	i0 = crc_untop[r1 >> 24];
+	l1 = (uint8_t)t[i0];
+	l2 = (uint8_t)((t[i0] >> 8) ^ t[i1]);
+	b[0] = i0;
+	b[1] = i1 ^ l1;
+	b[2] = i2 ^ l2;
+	for (reg = 0, k = 0; k < 3; k++)
+		reg = t[(reg ^ b[k]) & 0xff] ^ (reg >> 8);
+	if (reg != v)
+		return false;
+	/* Byte 6 was 0x40 (DF) in @want: only DF may differ, no MF, no
+	 * fragment offset. */
+	if (b[2] & ~0x40)
+		return false;
+	*id = (uint16_t)(b[0] << 8 | b[1]);
+	*df = !(b[2] & 0x40);
+	return true;
 }

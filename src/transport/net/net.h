@@ -88,6 +88,13 @@ struct srdma_net_qp_stats {
 	 * responder's expected PSN. qp_net.c sets them at RTS / RTR; req.c
 	 * and resp.c keep them current. */
 	_Atomic uint32_t sq_psn, rq_psn;
+	_Atomic uint32_t flags;		/* SRDMA_NET_ST_* (qp_net.c) */
+};
+
+/* srdma_net_qp_stats.flags */
+enum {
+	SRDMA_NET_ST_CONNECTED = 1u << 0, /* RC/UC peer served by net */
+	SRDMA_NET_ST_REGISTERED = 1u << 1, /* reachable from the wire */
 };
 
 /*
@@ -152,8 +159,8 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
  * The UDP source port of every packet the endpoint sends: it sends from
  * its socket bound to 4791 (docs/design/net-endpoint.md). The ICRC covers
  * the source port, so a builder must use this value: srdma_net_qp_modify
- * writes it into nq->path.sport at RTR (srdma_net_qp_register also sets
- * it if it differs), and UD senders put it in the path of every packet.
+ * writes it into nq->path.sport at RTR, and UD senders put it in the path
+ * of every packet.
  * srdma_net_send refuses a path with another sport.
  */
 #define SRDMA_NET_SPORT SRDMA_ROCE_PORT
@@ -206,6 +213,9 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 extern void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
 				    const struct srdma_pkt *pkt,
 				    const struct srdma_wire_path *from);
+/* Tests only: when set, the timer scan calls this instead of
+ * srdma_netreq_timer(). */
+extern uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
 
 /**
  * srdma_net_ctx_get() - the context's endpoint, opened on first use:
@@ -241,6 +251,13 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
  * Return: datagrams handled.
  */
 int srdma_net_progress(struct srdma_context *ctx, int budget);
+
+/**
+ * srdma_net_poll() - srdma_net_progress() for ibv_poll_cq on an empty CQ,
+ * when @ctx has an endpoint and SRDMA_NET_INLINE is not 0; otherwise
+ * nothing (one atomic load). Return: datagrams handled.
+ */
+int srdma_net_poll(struct srdma_context *ctx);
 
 /* Wake the progress thread: a timer earlier than the one it sleeps on was
  * armed (deadline_ns lowered). Cheap when nothing changes. */

@@ -152,6 +152,8 @@ static int net_register(struct srdma_net_qp *nq)
 	if (ret)
 		return ret;
 	nq->registered = true;
+	atomic_fetch_or_explicit(&nq->st->flags, SRDMA_NET_ST_REGISTERED,
+				 memory_order_relaxed);
 	return 0;
 }
 
@@ -181,6 +183,14 @@ static int modify_rtr(struct srdma_qp *qp, struct srdma_net_qp *nq,
 				return ret;
 			}
 		}
+		if (connected)
+			atomic_fetch_or_explicit(&nq->st->flags,
+						 SRDMA_NET_ST_CONNECTED,
+						 memory_order_relaxed);
+		else
+			atomic_fetch_and_explicit(&nq->st->flags,
+						  ~(uint32_t)SRDMA_NET_ST_CONNECTED,
+						  memory_order_relaxed);
 		pthread_mutex_lock(&nq->resp_lock);
 		nq->connected = connected;
 		if (connected) {
@@ -230,6 +240,9 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
 		srdma_netresp_reset(nq, 0);
 		nq->connected = false;
 		pthread_mutex_unlock(&nq->resp_lock);
+		atomic_fetch_and_explicit(&nq->st->flags,
+					  ~(uint32_t)SRDMA_NET_ST_CONNECTED,
+					  memory_order_relaxed);
 		atomic_store(&nq->deadline_ns, 0);
 		return 0;
 	}

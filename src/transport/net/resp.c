@@ -44,8 +44,8 @@
  * checked against our state and the engine's before any byte moves; a
  * packet that fails is dropped and counted (srdma_net_drop) or answered
  * with the NAK the rules ask for. The memory a READ response carries is
- * copied per packet into a bounce buffer, its rkey checked again for each
- * packet (the region may go away half way, as rxe rechecks).
+ * copied per packet into the packet's own buffer, its rkey checked again
+ * for each packet (the region may go away half way, as rxe rechecks).
  */
 #include <endian.h>
 #include <errno.h>
@@ -86,6 +86,18 @@ enum msg_kind {
 	MSG_WRITE,
 };
 
+/* One packet to send: headers, payload (a READ response's bytes are
+ * read straight into data[]), ICRC, and the iovecs over them. */
+struct tx_slot {
+	uint8_t hdr[SRDMA_MAX_IB_HDR];
+	uint8_t icrc[4];
+	int n;
+	struct iovec iov[4];
+	uint8_t data[MAX_MTU];
+};
+
+#define TX_BATCH 16
+
 /* All under nq->resp_lock. */
 struct srdma_netresp {
 	struct srdma_net_qp *nq;	/* immutable */
@@ -107,7 +119,16 @@ struct srdma_netresp {
 	struct rd_res res[SRDMA_MAX_RD_ATOM];
 	uint32_t res_mask;		/* entries - 1 */
 	uint32_t res_next;
-	uint8_t bounce[MAX_MTU];	/* one READ response's payload */
+	/* Kept across resets: packets being sent (READ responses go out
+	 * TX_BATCH at a time); slots[] is allocated on first use, or is
+	 * &slot1 if that failed. */
+	struct tx_slot *slots;
+	int nslots, ntx;
+	struct tx_slot slot1;
+	/* Kept across resets: our own QP as the engine's target, taken on
+	 * first use (a reference on the self peer), dropped at free. */
+	bool have_t;
+	struct srdma_target t;
 };
 
 /* What handling a request decided, when it is not plain success. */
@@ -146,47 +167,95 @@ static void drop(struct srdma_netresp *r, const struct srdma_pkt *pkt,
 
 /* ---- sending ------------------------------------------------------------- */
 
-/* Build @pkt's headers, add @len payload bytes at @data, pad and ICRC, and
- * send it to our peer. */
-static int xmit(struct srdma_netresp *r, struct srdma_pkt *pkt,
-		const void *data, uint32_t len)
+static void tx_flush(struct srdma_netresp *r);
+
+/* The slot for the next packet to send; its data[] takes the payload.
+ * The batch is flushed first if it is full. */
+static struct tx_slot *slot_next(struct srdma_netresp *r)
+{
+	if (!r->slots) {
+		r->slots = malloc(TX_BATCH * sizeof(*r->slots));
+		r->nslots = r->slots ? TX_BATCH : 1;
+		if (!r->slots)
+			r->slots = &r->slot1;
+	}
+	if (r->ntx == r->nslots)
+		tx_flush(r);
+	return &r->slots[r->ntx];
+}
+
+/* Queue the packet @pkt with @len payload bytes in @sl->data (taken by
+ * slot_next()): headers, pad, ICRC. */
+static void stage(struct srdma_netresp *r, struct tx_slot *sl,
+		  struct srdma_pkt *pkt, uint32_t len)
 {
 	struct srdma_net_qp *nq = r->nq;
 	static const uint8_t zeros[4];
-	uint8_t hdr[SRDMA_MAX_IB_HDR];
-	uint8_t icrc[4];
-	struct iovec iov[4];
 	uint32_t hl, pad = srdma_wire_pad(len);
-	uint64_t total;
 	int n = 0;
 
 	pkt->pkey = SRDMA_DEFAULT_PKEY;
 	pkt->dqpn = nq->dqpn & 0xffffff;
 	pkt->paylen = len;
 	pkt->padcnt = (uint8_t)pad;
-	hl = srdma_wire_build(hdr, pkt);
+	hl = srdma_wire_build(sl->hdr, pkt);
 	if (!hl)
-		return -EINVAL;
-	iov[n].iov_base = hdr;
-	iov[n++].iov_len = hl;
+		return;
+	sl->iov[n].iov_base = sl->hdr;
+	sl->iov[n++].iov_len = hl;
 	if (len) {
-		iov[n].iov_base = (void *)data;
-		iov[n++].iov_len = len;
+		sl->iov[n].iov_base = sl->data;
+		sl->iov[n++].iov_len = len;
 	}
 	if (pad) {
-		iov[n].iov_base = (void *)zeros;
-		iov[n++].iov_len = pad;
+		sl->iov[n].iov_base = (void *)zeros;
+		sl->iov[n++].iov_len = pad;
 	}
-	srdma_wire_put_icrc(icrc, srdma_wire_icrc(&nq->path, iov, n));
-	iov[n].iov_base = icrc;
-	iov[n++].iov_len = 4;
-	total = hl + len + pad + 4;
+	srdma_wire_put_icrc(sl->icrc, srdma_wire_icrc(&nq->path, sl->iov, n));
+	sl->iov[n].iov_base = sl->icrc;
+	sl->iov[n++].iov_len = 4;
+	sl->n = n;
 	atomic_fetch_add_explicit(&nq->st->tx_pkts, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&nq->st->tx_bytes, total,
+	atomic_fetch_add_explicit(&nq->st->tx_bytes, hl + len + pad + 4,
 				  memory_order_relaxed);
-	if (srdma_netresp_tx_hook)
-		return srdma_netresp_tx_hook(nq, iov, n);
-	return srdma_net_send(nq->ctx, &nq->path, iov, n);
+	r->ntx++;
+}
+
+/* Send what is queued, in one system call where the endpoint can. A
+ * packet the socket refuses is lost, as on a wire: the requester's
+ * retransmission recovers it. */
+static void tx_flush(struct srdma_netresp *r)
+{
+	struct srdma_net_msg m[TX_BATCH];
+	int i, n = r->ntx;
+
+	r->ntx = 0;
+	if (!n)
+		return;
+	if (srdma_netresp_tx_hook) {
+		for (i = 0; i < n; i++)
+			srdma_netresp_tx_hook(r->nq, r->slots[i].iov,
+					      r->slots[i].n);
+		return;
+	}
+	if (n == 1) {
+		srdma_net_send(r->nq->ctx, &r->nq->path, r->slots[0].iov,
+			       r->slots[0].n);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		m[i].path = &r->nq->path;
+		m[i].iov = r->slots[i].iov;
+		m[i].n = r->slots[i].n;
+	}
+	srdma_net_send_batch(r->nq->ctx, m, n);
+}
+
+/* Build and send one payload-less packet now. */
+static void xmit(struct srdma_netresp *r, struct srdma_pkt *pkt)
+{
+	stage(r, slot_next(r), pkt, 0);
+	tx_flush(r);
 }
 
 /* An ACK, NAK or RNR NAK with @syndrome for @psn. */
@@ -210,7 +279,7 @@ static void send_ack(struct srdma_netresp *r, uint8_t syndrome, uint32_t psn)
 	default:
 		break;
 	}
-	xmit(r, &a, NULL, 0);
+	xmit(r, &a);
 }
 
 static void send_atomic_ack(struct srdma_netresp *r, uint32_t psn,
@@ -223,7 +292,7 @@ static void send_atomic_ack(struct srdma_netresp *r, uint32_t psn,
 	a.syndrome = SRDMA_AETH_ACK;
 	a.msn = r->msn;
 	a.orig = orig;
-	xmit(r, &a, NULL, 0);
+	xmit(r, &a);
 }
 
 /*
@@ -246,6 +315,7 @@ static enum verdict read_reply(struct srdma_netresp *r,
 		uint32_t n = len - off < mtu ? (uint32_t)(len - off) : mtu;
 		bool last = off + n == len;
 		struct srdma_pkt p = { 0 };
+		struct tx_slot *sl;
 		uint8_t op;
 
 		if (first)
@@ -254,20 +324,23 @@ static enum verdict read_reply(struct srdma_netresp *r,
 		else
 			op = last ? SRDMA_OP_READ_RESP_LAST :
 				    SRDMA_OP_READ_RESP_MIDDLE;
+		sl = slot_next(r);
 		if (n) {
 			struct srdma_rmem m;
-			struct iovec io = { r->bounce, n };
+			struct iovec io = { sl->data, n };
 			int e;
 
 			e = srdma_resp_rkey(t, rkey, IBV_ACCESS_REMOTE_READ,
 					    va + off, n, &m);
 			if (e != SRDMA_KCHK_OK) {
+				tx_flush(r);
 				*bad_psn = psn;
 				return V_NAK_ACC;
 			}
 			e = srdma_resp_copy(t, &m, 0, &io, 1, n, false);
 			srdma_resp_rkey_put(t, &m);
 			if (e) {
+				tx_flush(r);
 				*bad_psn = psn;
 				return V_NAK_ACC;
 			}
@@ -276,11 +349,12 @@ static enum verdict read_reply(struct srdma_netresp *r,
 		p.psn = psn;
 		p.syndrome = SRDMA_AETH_ACK;
 		p.msn = r->msn;
-		xmit(r, &p, r->bounce, n);
+		stage(r, sl, &p, n);
 		psn = srdma_psn_add(psn, 1);
 		off += n;
 		first = false;
 	} while (off < len);
+	tx_flush(r);
 	return V_OK;
 }
 
@@ -803,7 +877,10 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	case V_OK:
 		break;
 	case V_RNR:
+		/* Like a sequence NAK: what follows in the requester's
+		 * window is dropped silently until it retries ePSN. */
 		send_ack(r, SRDMA_AETH_RNR(t->qp->min_rnr_timer), pkt->psn);
+		r->psn_nak = true;
 		return;
 	case V_DROP:
 		return;
@@ -925,7 +1002,7 @@ static void ud_input(struct srdma_netresp *r, struct srdma_target *t,
 		drop(r, pkt, SRDMA_DROP_OPCODE, "UD: not SEND_ONLY");
 		return;
 	}
-	if (pkt->qkey != atomic_load(&t->qp->qkey)) {
+	if (!srdma_resp_qkey_ok(t, pkt->qkey)) {
 		drop(r, pkt, SRDMA_DROP_QKEY, "UD: Q_Key mismatch");
 		return;
 	}
@@ -987,19 +1064,27 @@ static uint8_t qp_transport(enum ibv_qp_type type)
 	}
 }
 
+/* Our QP as a target of the engine's responder, or NULL if its entry is
+ * not live (resp_lock held). */
+static struct srdma_target *target(struct srdma_netresp *r)
+{
+	if (!r->have_t &&
+	    !srdma_resp_self(r->nq->ctx, r->nq->qpn, &r->t))
+		r->have_t = true;
+	return r->have_t ? &r->t : NULL;
+}
+
 void srdma_netresp_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 			 const struct srdma_wire_path *from)
 {
 	enum ibv_qp_type type = nq->qp->type;
 	struct srdma_netresp *r;
-	struct srdma_target t;
+	struct srdma_target *t;
 	uint32_t hdrs;
 
 	pthread_mutex_lock(&nq->resp_lock);
 	r = nq->resp;
-	atomic_fetch_add_explicit(&nq->st->rx_pkts, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&nq->st->rx_bytes, pkt->paylen,
-				  memory_order_relaxed);
+	/* rx_pkts and rx_bytes: counted by the endpoint's dispatch. */
 	if (!r) {
 		srdma_net_drop(nq->ctx, nq, SRDMA_DROP_STATE, "no responder");
 		goto unlock;
@@ -1030,27 +1115,26 @@ void srdma_netresp_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 		drop(r, pkt, SRDMA_DROP_STATE, "no path MTU");
 		goto unlock;
 	}
-	if (srdma_resp_self(nq->ctx, nq->qpn, &t)) {
+	t = target(r);
+	if (!t) {
 		drop(r, pkt, SRDMA_DROP_STATE, "QP gone");
 		goto unlock;
 	}
-	if (!srdma_resp_qp_receives(&t)) {
+	if (!srdma_resp_qp_receives(t)) {
 		drop(r, pkt, SRDMA_DROP_STATE, "QP state does not receive");
-		goto put;
+		goto unlock;
 	}
 	switch (type) {
 	case IBV_QPT_RC:
-		rc_input(r, &t, pkt, hdrs);
+		rc_input(r, t, pkt, hdrs);
 		break;
 	case IBV_QPT_UC:
-		uc_input(r, &t, pkt, hdrs);
+		uc_input(r, t, pkt, hdrs);
 		break;
 	default:
-		ud_input(r, &t, pkt, hdrs, from);
+		ud_input(r, t, pkt, hdrs, from);
 		break;
 	}
-put:
-	srdma_resp_self_put(&t);
 unlock:
 	pthread_mutex_unlock(&nq->resp_lock);
 }
@@ -1067,28 +1151,32 @@ struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq)
 
 void srdma_netresp_free(struct srdma_netresp *r)
 {
+	if (!r)
+		return;
+	if (r->have_t)
+		srdma_resp_self_put(&r->t);
+	if (r->slots != &r->slot1)
+		free(r->slots);
 	free(r);
 }
 
 void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 {
 	struct srdma_netresp *r = nq->resp;
-	struct srdma_target t;
+	struct srdma_target *t;
 
 	if (!r)
 		return;
 	/* A WQE consumed from an SRQ for a message that never finished
 	 * goes back to the application as flushed. */
-	if (r->have_wqe && r->consumed &&
-	    !srdma_resp_self(nq->ctx, nq->qpn, &t)) {
+	if (r->have_wqe && r->consumed && (t = target(r))) {
 		struct srdma_shm_cqe c = { 0 };
 
 		c.status = IBV_WC_WR_FLUSH_ERR;
 		c.opcode = IBV_WC_RECV;
-		srdma_resp_recv_cqe(&t, &r->wqe, &c, false);
-		srdma_resp_self_put(&t);
+		srdma_resp_recv_cqe(t, &r->wqe, &c, false);
 	}
-	memset(r, 0, offsetof(struct srdma_netresp, bounce));
+	memset(r, 0, offsetof(struct srdma_netresp, slots));
 	r->nq = nq;
 	r->epsn = rq_psn & 0xffffff;
 	/*

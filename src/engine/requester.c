@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * send.c - the engine's requester and completer for the host transport:
- * executes send work requests in the initiator's thread; everything the
- * target does (QP state and access, the key check of rkeys and receive
- * buffers, receive queues, the target's CQEs and errors) is the
- * responder's (responder.c), run here against the target's segment.
+ * requester.c - the requester stage: validates and converts send work
+ * requests and runs each on its transport. LOCAL_INV and BIND_MW run
+ * here; a WR whose destination the net transport serves (an RC/UC QP
+ * connected over it, a UD WR whose address vector it serves) is handed to
+ * the net requester (srdma_netreq_post), which completes it later; every
+ * other WR runs on the host transport, below, in the caller's thread.
+ * Everything the target does (QP state and access, the key check of
+ * rkeys and receive buffers, receive queues, the target's CQEs and
+ * errors) is the responder's (responder.c), run here against the target's
+ * shared segment; our own CQEs and error rules are the completer's
+ * (completer.c).
  *
  * ibv_post_send validates each WR (verbs-semantics §5.2) and executes it
  * at once, in the caller's thread: gather SGEs are checked against our
@@ -30,7 +36,9 @@
  * copies address the target by pid, which a reaped owner may have passed
  * on, and a dead responder sends no RNR NAK, so rnr_retry = 7 must not
  * keep a WR waiting for it.
- * Any error moves our QP to ERR and flushes everything behind it.
+ * Any error moves our QP to ERR and flushes everything behind it. A
+ * WR posted behind deferred ones waits behind them whatever its
+ * transport, so the send queue keeps its order.
  */
 #include <endian.h>
 #include <errno.h>
@@ -43,7 +51,10 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "engine/engine.h"
+#include "engine/progress.h"
 #include "engine/responder.h"
+#include "transport/net/net.h"
 #include "util/log.h"
 
 #define KIND_MR BIT(SRDMA_KIND_MR)
@@ -51,7 +62,8 @@
 
 enum exec_result {
 	EXEC_DONE = 0,
-	EXEC_RNR = 1,
+	EXEC_RNR = 1,		/* nothing happened: try again later */
+	EXEC_NOMEM = 2,		/* the net requester's queue is full */
 };
 
 /* What one execution decided, for both sides. */
@@ -63,27 +75,6 @@ struct outcome {
 };
 
 /* ---- helpers ------------------------------------------------------------- */
-
-static uint32_t wc_opcode(uint32_t op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	case IBV_WR_LOCAL_INV:
-		return IBV_WC_LOCAL_INV;
-	case IBV_WR_BIND_MW:
-		return IBV_WC_BIND_MW;
-	default:
-		return IBV_WC_SEND;
-	}
-}
 
 static uint64_t sge_total(const struct srdma_swqe *w)
 {
@@ -219,7 +210,7 @@ static bool resolve_connected(struct srdma_qp *qp, struct srdma_target *t)
 	return srdma_resp_connected_to(t, qp->ib.qp.qp_num);
 }
 
-/* ---- the operations -------------------------------------------------------- */
+/* ---- the operations ------------------------------------------------------ */
 
 /*
  * The requester's status when the responder's process is gone (a copy got
@@ -259,10 +250,11 @@ static void build_grh(struct srdma_qp *qp, const struct srdma_swqe *w,
 	*(uint16_t *)&grh[4] = htobe16((uint16_t)len);
 	grh[6] = 0x1b;		/* next header: IB */
 	grh[7] = w->ud_ah.grh.hop_limit;
-	sgid.global.subnet_prefix = htobe64(0xfe80000000000000ull);
-	sgid.global.interface_id = htobe64(
-		(be64toh(qp->ctx->dev->node_guid) & ~0xffffull) |
-		qp->ctx->host.lid);
+	/* Our GID at the AH's index (the AH checked it): the LID-derived
+	 * one on IB, an IP GID on RoCE. */
+	sgid = w->ud_ah.grh.sgid_index < qp->ctx->gids.n
+		       ? qp->ctx->gids.e[w->ud_ah.grh.sgid_index].gid
+		       : qp->ctx->gids.e[0].gid;
 	memcpy(&grh[8], sgid.raw, 16);
 	memcpy(&grh[24], w->ud_ah.grh.dgid.raw, 16);
 }
@@ -587,37 +579,7 @@ static int exec_bind(struct srdma_qp *qp, struct srdma_swqe *w,
 	return EXEC_DONE;
 }
 
-/* ---- one WR ------------------------------------------------------------------ */
-
-static void post_own(struct srdma_qp *qp, struct srdma_swqe *w, int status,
-		     uint32_t byte_len)
-{
-	struct srdma_shm_cqe c = { 0 };
-
-	c.wr_id = w->wr_id;
-	c.status = (uint8_t)status;
-	c.opcode = (uint8_t)wc_opcode(w->opcode);
-	c.qp_num = qp->ib.qp.qp_num;
-	c.byte_len = byte_len;
-	srdma_cqe_post(qp->ctx, NULL, qp->send_cq->slot, &c, false);
-}
-
-/* Our QP to ERR after a failed WR; sq_lock held. */
-static void own_error_locked(struct srdma_qp *qp)
-{
-	uint32_t old = atomic_exchange(&qp->sh->state, IBV_QPS_ERR);
-
-	qp->ib.qp.state = IBV_QPS_ERR;
-	qp->attr.qp_state = IBV_QPS_ERR;
-	if (old == IBV_QPS_ERR)
-		return;
-	if (!qp->srq)
-		srdma_rq_flush(qp->ctx, NULL, qp->ctx->host.seg, qp->sh,
-			       qp->ib.qp.qp_num);
-	else
-		srdma_aev_post(qp->ctx, NULL, IBV_EVENT_QP_LAST_WQE_REACHED,
-			       SRDMA_AEV_OBJ_QP, qp->slot, qp->sh->gen);
-}
+/* ---- one WR -------------------------------------------------------------- */
 
 /*
  * RC request that nobody answers (target gone, or not connected back): as
@@ -644,8 +606,23 @@ static int unanswered(struct srdma_qp *qp, struct srdma_swqe *w,
 	return EXEC_DONE;
 }
 
-/* Execute @w. sq_lock held. Return EXEC_DONE (completion posted as needed)
- * or EXEC_RNR (nothing happened; retry later). */
+#ifdef SRDMA_HAVE_NETREQ
+/* Does the net transport carry @w? RC/UC: the QP's destination chose it
+ * at RTR; UD: per WR, by its address vector. */
+static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
+{
+	if (!qp->net)
+		return false;
+	if (qp->type == IBV_QPT_UD)
+		return srdma_net_dest(qp->ctx, &w->ud_ah, w->ud_qpn);
+	return qp->net->connected;
+}
+#endif
+
+/* Execute @w. sq_lock held. Return EXEC_DONE (completion posted as needed,
+ * or handed to the net transport, which completes it later), EXEC_RNR
+ * (nothing happened; retry later) or EXEC_NOMEM (nothing happened; the
+ * net requester is full). */
 static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 {
 	struct outcome o = { .req_status = IBV_WC_SUCCESS };
@@ -655,7 +632,7 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	int r = EXEC_DONE;
 
 	if (st == IBV_QPS_ERR) {
-		post_own(qp, w, IBV_WC_WR_FLUSH_ERR, 0);
+		srdma_comp_post(qp, w->wr_id, w->opcode, IBV_WC_WR_FLUSH_ERR, 0);
 		return EXEC_DONE;
 	}
 	if (sge_total(w) > SRDMA_MAX_MSG) {
@@ -672,6 +649,10 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	default:
 		break;
 	}
+#ifdef SRDMA_HAVE_NETREQ
+	if (via_net(qp, w))
+		return srdma_netreq_post(qp, w) ? EXEC_NOMEM : EXEC_DONE;
+#endif
 	if (qp->type == IBV_QPT_UD) {
 		if (!resolve(qp, w->ud_dlid, w->ud_qpn, &t) ||
 		    !srdma_resp_qp_receives(&t)) {
@@ -736,19 +717,12 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	if (o.resp_error)
 		srdma_resp_qp_error(&t, o.resp_event);
 done:
-	if (o.req_status != IBV_WC_SUCCESS) {
-		post_own(qp, w, o.req_status, 0);
-		own_error_locked(qp);
-	} else {
-		atomic_fetch_add_explicit(&qp->sh->n_sent, 1,
-					  memory_order_relaxed);
-		if (signaled)
-			post_own(qp, w, IBV_WC_SUCCESS, o.byte_len);
-	}
+	srdma_comp_req(qp, w->wr_id, w->opcode, signaled, o.req_status,
+		       o.byte_len);
 	return r;
 }
 
-/* ---- post_send -------------------------------------------------------------- */
+/* ---- post_send ----------------------------------------------------------- */
 
 static bool opcode_ok(enum ibv_qp_type type, uint32_t op)
 {
@@ -913,7 +887,7 @@ static void pend_pop_locked(struct srdma_qp *qp)
 static void progress_locked(struct srdma_qp *qp)
 {
 	while (qp->pend_head) {
-		if (exec_wr(qp, qp->pend_head) == EXEC_RNR)
+		if (exec_wr(qp, qp->pend_head) != EXEC_DONE)
 			return;
 		pend_pop_locked(qp);
 	}
@@ -922,9 +896,39 @@ static void progress_locked(struct srdma_qp *qp)
 void srdma_sq_flush_locked(struct srdma_qp *qp)
 {
 	while (qp->pend_head) {
-		post_own(qp, qp->pend_head, IBV_WC_WR_FLUSH_ERR, 0);
+		srdma_comp_post(qp, qp->pend_head->wr_id,
+				qp->pend_head->opcode, IBV_WC_WR_FLUSH_ERR, 0);
 		pend_pop_locked(qp);
 	}
+}
+
+void srdma_sq_drop_locked(struct srdma_qp *qp)
+{
+	struct srdma_swqe *w;
+
+	while ((w = qp->pend_head)) {
+		qp->pend_head = w->next;
+		free(w);
+	}
+	qp->pend_tail = &qp->pend_head;
+	if (qp->n_pend) {
+		qp->n_pend = 0;
+		atomic_fetch_sub(&qp->send_cq->n_pending_qp, 1);
+		srdma_progress_done(qp);
+	}
+}
+
+/* What core asks of the engine (core/dp.h). */
+static const struct srdma_engine_ops engine_ops = {
+	.sq_flush_locked = srdma_sq_flush_locked,
+	.sq_drop_locked = srdma_sq_drop_locked,
+	.qp_forget_locked = srdma_progress_forget_locked,
+	.ctx_stop = srdma_progress_stop,
+};
+
+void srdma_engine_init(void)
+{
+	srdma_engine_ops_set(&engine_ops);
 }
 
 int srdma_post_send(struct srdma_qp *qp, struct ibv_send_wr *wr,
@@ -935,7 +939,7 @@ int srdma_post_send(struct srdma_qp *qp, struct ibv_send_wr *wr,
 		char buf[sizeof(struct srdma_swqe)];
 	} u;
 	uint32_t st;
-	int ret = 0;
+	int ret = 0, r;
 
 	pthread_mutex_lock(&qp->sq_lock);
 	st = atomic_load(&qp->sh->state);
@@ -965,7 +969,12 @@ int srdma_post_send(struct srdma_qp *qp, struct ibv_send_wr *wr,
 			pend_add_locked(qp, d);
 			continue;
 		}
-		if (exec_wr(qp, &u.w) == EXEC_RNR) {
+		r = exec_wr(qp, &u.w);
+		if (r == EXEC_NOMEM) {
+			ret = ENOMEM;
+			break;
+		}
+		if (r == EXEC_RNR) {
 			struct srdma_swqe *d = defer_copy(&u.w);
 
 			if (!d) {
