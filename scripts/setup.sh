@@ -15,6 +15,8 @@ PKGS=(build-essential cmake pkg-config libcmocka-dev
 # faults and benchmarks (iptables, qperf), the wire fuzzer (clang with
 # libFuzzer's runtime).
 PKGS+=(tshark tcpdump python3-scapy iptables qperf clang libclang-rt-dev)
+# ping for the test hosts' self-test (tests/net/test_hosts.sh).
+PKGS+=(iputils-ping)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

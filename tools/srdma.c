@@ -22,9 +22,10 @@
  * Segments are sparse tmpfs files. Reading a hole through a shared mapping
  * would allocate it, so only the data extents of the file (SEEK_DATA /
  * SEEK_HOLE) are scanned; slots in holes were never written and are FREE.
- * Layout of everything read here: src/transport/host/shm_layout.h. Not
- * here: QPs, CQs and counters beyond the segment header (not in the
- * layout yet).
+ * Layout of everything read here: src/transport/host/shm_layout.h, and
+ * for net QPs (RoCE ports) their counters, struct srdma_net_qp_stats of
+ * src/transport/net/net.h. Not here: other QPs, CQs and counters beyond
+ * the segment header.
  */
 #include <assert.h>
 #include <dirent.h>
@@ -47,6 +48,9 @@
 
 #include "core/key_table.h"
 #include "transport/host/host.h"
+#include "transport/net/gid.h"
+#include "transport/net/net.h"
+#include "transport/net/wire.h"
 #include "util/compiler.h"
 
 #define EXIT_USAGE	2
@@ -67,7 +71,10 @@ static const char usage_text[] =
 	"        list live contexts (pid, device, LID, QPN range) and the MRs\n"
 	"        and MWs they registered, read from the shared segments under\n"
 	"        SRDMA_DIR. Contexts whose process died are shown as dead and\n"
-	"        reclaimed unless --no-reap. --all adds key slots, owner\n"
+	"        reclaimed unless --no-reap. With a RoCE port\n"
+	"        (SRDMA_LINK_LAYER=eth) also the QPs with their PSNs and net\n"
+	"        transport counters (packets, retransmissions, NAKs, RNR NAKs\n"
+	"        sent/received, drops by cause). --all adds key slots, owner\n"
 	"        addresses, segment files and in-flight access records.\n"
 	"  devices\n"
 	"        list the software device(s) (SRDMA_DEVICE, default srdma0).\n"
@@ -925,6 +932,171 @@ static void reclaim_dead(struct srdma_registry *r, const char *dir,
 	srdma_registry_unlock(r);
 }
 
+/* ---- net QPs ------------------------------------------------------------ */
+
+/*
+ * The QPs of a context with a net half (a RoCE port, SRDMA_LINK_LAYER=eth):
+ * their PSNs and the net transport's counters, which live in the ring
+ * arena at the offset the QP entry's net_st_off gives
+ * (docs/design/host-segment.md). As for keys, only the written extents of
+ * the QP table are read, and every offset is bounds-checked before use
+ * (the segment is writable by any process of the user).
+ */
+enum {
+	QC_LID,
+	QC_PID,
+	QC_QPN,
+	QC_TYPE,
+	QC_STATE,
+	QC_VIA,
+	QC_DEST,
+	QC_SQPSN,
+	QC_RQPSN,
+	QC_TX,
+	QC_RX,
+	QC_RETX,
+	QC_NAK,
+	QC_RNR,
+	QC_DROPS,
+	QC_NCOLS
+};
+
+static const char *const qp_heads[QC_NCOLS] = {
+	">LID",	 ">PID",    "QPN",	  "TYPE", "STATE",
+	"VIA",	 "DEST QPN", "SQ PSN", "RQ PSN", ">SENT",
+	">RECEIVED", ">RETRANSMITTED", "NAK S/R", "RNR S/R", "DROPS",
+};
+
+static const char *qp_type_str(uint8_t t)
+{
+	switch (t) {
+	case IBV_QPT_RC:
+		return "RC";
+	case IBV_QPT_UC:
+		return "UC";
+	case IBV_QPT_UD:
+		return "UD";
+	}
+	return "?";
+}
+
+static const char *qp_state_name(uint32_t st)
+{
+	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS",
+					    "SQD",   "SQE",  "ERR"};
+
+	return st < ARRAY_SIZE(names) ? names[st] : "?";
+}
+
+static uint64_t rd64(_Atomic uint64_t *p)
+{
+	return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static void net_qp_row(struct table *t, const struct ctx_view *c,
+		       struct srdma_seg_hdr *s, uint32_t slot)
+{
+	struct srdma_shm_qp *sh = srdma_seg_qp(s, slot);
+	uint64_t off = atomic_load_explicit(&sh->net_st_off,
+					    memory_order_acquire);
+	struct srdma_net_qp_stats *st;
+	char drops[512];
+	size_t used = 0;
+	uint32_t f;
+	int d;
+
+	if (!off || atomic_load_explicit(&sh->live, memory_order_acquire) !=
+			    SRDMA_OBJ_LIVE)
+		return;
+	st = srdma_seg_ring(s, off, sizeof(*st));
+	if (!st)
+		return;
+	f = atomic_load_explicit(&st->flags, memory_order_relaxed);
+	table_row(t);
+	table_set(t, QC_LID, "%u", c->lid);
+	table_set(t, QC_PID, "%d", c->pid);
+	table_set(t, QC_QPN, "%#x", (c->lid << SRDMA_QPN_SHIFT) | slot);
+	table_set(t, QC_TYPE, "%s", qp_type_str(sh->type));
+	table_set(t, QC_STATE, "%s",
+		  qp_state_name(atomic_load_explicit(&sh->state,
+						     memory_order_relaxed)));
+	table_set(t, QC_VIA, "%s",
+		  f & SRDMA_NET_ST_CONNECTED ? "net"
+		  : sh->type == IBV_QPT_UD && (f & SRDMA_NET_ST_REGISTERED)
+			  ? "host+net"
+			  : "host");
+	if (sh->type != IBV_QPT_UD)
+		table_set(t, QC_DEST, "%#x",
+			  atomic_load_explicit(&sh->dest_qpn,
+					       memory_order_relaxed));
+	table_set(t, QC_SQPSN, "0x%06x",
+		  atomic_load_explicit(&st->sq_psn, memory_order_relaxed));
+	table_set(t, QC_RQPSN, "0x%06x",
+		  atomic_load_explicit(&st->rq_psn, memory_order_relaxed));
+	table_set(t, QC_TX, "%" PRIu64 " (%" PRIu64 " B)", rd64(&st->tx_pkts),
+		  rd64(&st->tx_bytes));
+	table_set(t, QC_RX, "%" PRIu64 " (%" PRIu64 " B)", rd64(&st->rx_pkts),
+		  rd64(&st->rx_bytes));
+	table_set(t, QC_RETX, "%" PRIu64, rd64(&st->retransmits));
+	table_set(t, QC_NAK, "%" PRIu64 "/%" PRIu64, rd64(&st->naks_sent),
+		  rd64(&st->naks_rcvd));
+	table_set(t, QC_RNR, "%" PRIu64 "/%" PRIu64, rd64(&st->rnr_sent),
+		  rd64(&st->rnr_rcvd));
+	drops[0] = 0;
+	for (d = 1; d < SRDMA_DROP_MAX; d++) {
+		uint64_t n = rd64(&st->drops[d]);
+		int w;
+
+		if (!n || used >= sizeof(drops))
+			continue;
+		w = snprintf(drops + used, sizeof(drops) - used, "%s%s:%" PRIu64,
+			     used ? " " : "", srdma_drop_str((enum srdma_drop)d),
+			     n);
+		if (w > 0)
+			used += (size_t)w;
+	}
+	if (used)
+		table_set(t, QC_DROPS, "%s", drops);
+}
+
+/* The written extents of @c's QP table, one row per net QP. */
+static void net_qp_rows(struct table *t, const struct ctx_view *c)
+{
+	const off_t esz = sizeof(struct srdma_shm_qp);
+	const off_t base = (off_t)SRDMA_SEG_QP_OFF;
+	const off_t end = base + (off_t)SRDMA_SEG_QP_SLOTS * esz;
+	struct srdma_seg_hdr *s = c->ps.seg;
+	off_t pos = base + esz, d, h;
+	uint32_t slot, from, to;
+	int fd;
+
+	fd = openat(state_dfd, c->seg_name,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (pos < end) {
+		d = lseek(fd, pos, SEEK_DATA);
+		if (d < 0 && errno == ENXIO)
+			break;
+		if (d < 0) {
+			d = pos;	/* no SEEK_DATA: scan the rest */
+			h = end;
+		} else {
+			if (d >= end)
+				break;
+			h = lseek(fd, d, SEEK_HOLE);
+			if (h < 0 || h > end)
+				h = end;
+		}
+		from = (uint32_t)((d - base) / esz);
+		to = (uint32_t)((h - base + esz - 1) / esz);
+		for (slot = from ? from : 1; slot < to; slot++)
+			net_qp_row(t, c, s, slot);
+		pos = base + (off_t)to * esz;
+	}
+	close(fd);
+}
+
 /* The contexts table, the keys table and what is wrong with them. */
 static void print_contexts(const char *dir, struct ctx_view *v, size_t n,
 			   const struct status_opts *o)
@@ -949,6 +1121,16 @@ static void print_contexts(const char *dir, struct ctx_view *v, size_t n,
 		puts("no memory regions or windows");
 	table_fini(&keys);
 	table_fini(&ctxs);
+	/* Net QPs (RoCE ports only): nothing is printed without any. */
+	table_init(&keys, qp_heads, QC_NCOLS);
+	for (i = 0; i < n; i++)
+		if (!v[i].map_err)
+			net_qp_rows(&keys, &v[i]);
+	if (keys.nrows) {
+		putchar('\n');
+		table_print(&keys);
+	}
+	table_fini(&keys);
 	if (o->all)
 		print_access_records(v, n);
 
@@ -1016,7 +1198,6 @@ static int cmd_devices(int argc, char **argv)
 	static const char *const heads[] = {"DEVICE", "LINK LAYER",
 					    ">CONTEXTS"};
 	const char *dev = getenv("SRDMA_DEVICE");
-	const char *ll = getenv("SRDMA_LINK_LAYER");
 	struct srdma_registry r = {.fd = -1};
 	/* Names: ours first, then any other name a live context opened. */
 	char names[SRDMA_REG_ENTRIES + 1][33];
@@ -1064,11 +1245,12 @@ static int cmd_devices(int argc, char **argv)
 		table_row(&t);
 		table_set(&t, 0, "%s", names[i]);
 		/* Other processes may use another link layer; ours is the
-		 * one SRDMA_LINK_LAYER gives this environment. */
+		 * one this environment gives (SRDMA_LINK_LAYER, or Ethernet
+		 * implied by SRDMA_TRANSPORT=net: transport/net/gid.c). */
 		table_set(&t, 1, "%s",
-			  i			       ? "?"
-			  : (ll && !strcmp(ll, "eth")) ? "Ethernet"
-						       : "InfiniBand");
+			  i		       ? "?"
+			  : srdma_link_is_eth() ? "Ethernet"
+						: "InfiniBand");
 		table_set(&t, 2, "%u", counts[i]);
 	}
 	table_print(&t);

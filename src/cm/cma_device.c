@@ -48,6 +48,7 @@ int srdma_cm_device_open(void)
 		goto out_free;
 	}
 	d->lid = pattr.lid;
+	d->roce = pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
 	d->mtu = pattr.active_mtu;
 	d->max_resp_res =
 		(uint8_t)(dattr.max_qp_rd_atom > 0xfe ? 0xfe

@@ -161,8 +161,15 @@ static void fill_ud_param(struct cm_event *ev, struct cm_id *id,
 	p->qp_num = m->qpn;
 	p->qkey = m->qkey;
 	p->ah_attr.dlid = m->lid;
-	/* sl, rate and is_global stay 0: same IB subnet, no GRH. */
+	/* sl and rate stay 0; on InfiniBand the same subnet needs no GRH,
+	 * on RoCE the AV is the peer's GID. */
 	p->ah_attr.port_num = id->id.port_num ? id->id.port_num : 1;
+	if (id->dev && id->dev->roce) {
+		p->ah_attr.is_global = 1;
+		memcpy(p->ah_attr.grh.dgid.raw, m->gid, sizeof(m->gid));
+		p->ah_attr.grh.sgid_index = 0;
+		p->ah_attr.grh.hop_limit = 64;
+	}
 }
 
 void srdma_cm_event_post(struct cm_id *id, struct cm_id *listen,

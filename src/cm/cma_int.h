@@ -113,6 +113,8 @@ struct cm_device {
 	uint16_t lid;		   /* immutable */
 	union ibv_gid gid;	   /* immutable */
 	enum ibv_mtu mtu;	   /* immutable */
+	bool roce;		   /* immutable: link layer Ethernet, so an
+				    * AV needs a GRH (our GID 0 -> theirs) */
 	uint8_t max_resp_res;	   /* max_qp_rd_atom */
 	uint8_t max_init_depth;	   /* max_qp_init_rd_atom */
 };

@@ -70,6 +70,13 @@ int srdma_cm_qp_attr(struct cm_id *id, struct ibv_qp_attr *attr, int *mask)
 			 IBV_QP_RQ_PSN;
 		attr->ah_attr.dlid = c->peer_lid;
 		attr->ah_attr.port_num = id->id.port_num ? id->id.port_num : 1;
+		if (id->dev->roce) {
+			/* RoCE: routed by GID, as the kernel's CM does. */
+			attr->ah_attr.is_global = 1;
+			attr->ah_attr.grh.dgid = c->peer_gid;
+			attr->ah_attr.grh.sgid_index = 0;
+			attr->ah_attr.grh.hop_limit = 64;
+		}
 		attr->path_mtu = id->dev->mtu;
 		if (c->peer_mtu && c->peer_mtu < attr->path_mtu)
 			attr->path_mtu = c->peer_mtu;

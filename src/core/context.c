@@ -177,8 +177,23 @@ err_free:
 	return ret;
 }
 
+/* The engine's table (dp.h); installed once, read lock-free. */
+static const struct srdma_engine_ops *_Atomic engine_ops;
+
+void srdma_engine_ops_set(const struct srdma_engine_ops *ops)
+{
+	atomic_store_explicit(&engine_ops, ops, memory_order_release);
+}
+
+const struct srdma_engine_ops *srdma_engine_ops_get(void)
+{
+	return atomic_load_explicit(&engine_ops, memory_order_acquire);
+}
+
 int srdma_context_close(struct srdma_context *ctx)
 {
+	const struct srdma_engine_ops *eng;
+
 	if (!srdma_handle_check(ctx, SRDMA_OBJ_CTX))
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
@@ -190,7 +205,9 @@ int srdma_context_close(struct srdma_context *ctx)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	srdma_relaxed_stop(ctx);
-	srdma_progress_stop(ctx);
+	eng = srdma_engine_ops_get();
+	if (eng)
+		eng->ctx_stop(ctx);
 	/* The net transport's endpoint (thread, sockets), if one was opened. */
 	if (atomic_load(&ctx->net))
 		srdma_net_ctx_close(ctx);

@@ -562,8 +562,6 @@ int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc)
 
 	if (n < 0)
 		return -EINVAL;
-	if (atomic_load_explicit(&cq->n_pending_qp, memory_order_relaxed))
-		srdma_cq_progress(cq);
 	pthread_mutex_lock(&cq->poll_lock);
 	for (i = 0; i < n; i++) {
 		if (srdma_cq_pop(cq, &e))

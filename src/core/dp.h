@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * dp.h - the data-path objects: completion channels, CQs, QPs, SRQs, AHs,
- * the peer cache, and the engine's entry points.
+ * the peer cache, and what core asks of the engine (srdma_engine_ops).
  *
  * Every object that initiators in other processes must reach has a
  * private half (this file: owner bookkeeping, op tables, locks of this
@@ -124,18 +124,6 @@ pthread_mutex_t *srdma_host_atomic_lock(struct srdma_context *ctx, pid_t pid,
  */
 int srdma_fifo_open(struct srdma_context *ctx, const char *kind,
 		    uint32_t num, char *path, size_t len);
-
-/* Stop the deferred-send progress thread; at context close. */
-void srdma_progress_stop(struct srdma_context *ctx);
-/* A QP got / lost its first / last deferred WR (takes ctx->lock). */
-void srdma_progress_need(struct srdma_qp *qp);
-void srdma_progress_done(struct srdma_qp *qp);
-/**
- * srdma_progress_forget_locked() - take @qp off the list of QPs that
- * sweeps pin (no-op if it is not on it): after this, only a sweep that
- * pinned it before can still touch it (qp->busy). Requires ctx->lock.
- */
-void srdma_progress_forget_locked(struct srdma_qp *qp);
 
 /* ---- completion channel ------------------------------------------------ */
 struct srdma_chan {
@@ -366,22 +354,39 @@ int srdma_mw_bind_exec(struct srdma_context *ctx, struct srdma_pd *qpd,
 int srdma_arena_alloc(struct srdma_context *ctx, uint64_t len, uint64_t *off);
 void srdma_arena_free(struct srdma_context *ctx, uint64_t off, uint64_t len);
 
-/* ---- engine ------------------------------------------------------------- */
-/**
- * srdma_post_send() - validate each WR (post-time checks, §5.2) and
- * execute it now, or queue it behind a WR waiting for an RNR retry.
- * Return: 0, or a positive errno with *bad set (earlier WRs stay posted).
+/* ---- what core asks of the engine --------------------------------------- */
+/*
+ * Layers call downward only (verbs -> core -> engine -> transport): core
+ * never names an engine function. Where core changes a QP or a context
+ * under its own locks and the engine must take part (its deferred sends,
+ * its progress thread), it calls through this table, which the engine
+ * fills and installs (srdma_engine_init, called by the verbs front end
+ * before it opens a context). Without it (core used alone, as by unit
+ * tests) no send was ever executed: there is nothing to flush, drop or
+ * stop.
  */
-int srdma_post_send(struct srdma_qp *qp, struct ibv_send_wr *wr,
-		    struct ibv_send_wr **bad);
-/* Retry deferred WRs of @qp (RNR); called from poll and the timer. */
-void srdma_qp_progress(struct srdma_qp *qp);
-/* Progress every QP of @cq's context with deferred sends on @cq. */
-void srdma_cq_progress(struct srdma_cq *cq);
-/* Flush the deferred sends of @qp with IBV_WC_WR_FLUSH_ERR; sq_lock held. */
-void srdma_sq_flush_locked(struct srdma_qp *qp);
-/* MW type 1 bind through ops.bind_mw. Return: 0 or positive errno. */
-int srdma_bind_mw(struct srdma_qp *qp, struct ibv_mw *mw,
-		  struct ibv_mw_bind *bind);
+struct srdma_engine_ops {
+	/* Complete @qp's deferred sends with WR_FLUSH_ERR (QP now in ERR).
+	 * Context: qp->sq_lock held. */
+	void (*sq_flush_locked)(struct srdma_qp *qp);
+	/* Drop @qp's deferred sends without completions (RESET, destroy).
+	 * Context: qp->sq_lock held. */
+	void (*sq_drop_locked)(struct srdma_qp *qp);
+	/* Take @qp off what the engine's progress sweeps pin: after this,
+	 * only a sweep that pinned it before (qp->busy) can still touch it.
+	 * Context: ctx->lock held. */
+	void (*qp_forget_locked)(struct srdma_qp *qp);
+	/* Context close: stop the engine's threads of @ctx. Nothing held. */
+	void (*ctx_stop)(struct srdma_context *ctx);
+};
+
+/**
+ * srdma_engine_ops_set() - install the engine's table (every call installs
+ * the same one). Context: any thread, before the contexts that need it are
+ * opened.
+ */
+void srdma_engine_ops_set(const struct srdma_engine_ops *ops);
+/* The installed table, or NULL. Lock-free. */
+const struct srdma_engine_ops *srdma_engine_ops_get(void);
 
 #endif

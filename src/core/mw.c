@@ -10,7 +10,7 @@
  * drained and freed.
  *
  * Binding (§4.2, §4.3) and local invalidation execute in the send queue
- * of the QP they were posted on (engine/send.c calls back here), under the
+ * of the QP they were posted on (engine/requester.c calls back here), under the
  * context lock. A peer's SEND_WITH_INV writes only the shared key entry;
  * the owner notices when it next looks (srdma_mr_sync_bound_locked()).
  */

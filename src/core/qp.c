@@ -7,7 +7,7 @@
  * names its context. The receive queue lives in the ring arena and its
  * entry in the segment's QP table, because the initiator delivering a
  * SEND pops the WQE itself; the send queue is private (the owner executes
- * its own sends, see engine/send.c). Attributes the remote side must see
+ * its own sends, see engine/requester.c). Attributes the remote side must see
  * (state, qp_access_flags, qkey, peer, RNR timer) are mirrored into the
  * shared entry; the rest stays in qp->attr for ibv_query_qp.
  *
@@ -363,22 +363,15 @@ err_unlock:
 /* Drop deferred sends without completions (destroy, reset). sq_lock. */
 static void sq_drop_locked(struct srdma_qp *qp)
 {
-	struct srdma_swqe *w;
+	const struct srdma_engine_ops *eng = srdma_engine_ops_get();
 
-	while ((w = qp->pend_head)) {
-		qp->pend_head = w->next;
-		free(w);
-	}
-	qp->pend_tail = &qp->pend_head;
-	if (qp->n_pend) {
-		qp->n_pend = 0;
-		atomic_fetch_sub(&qp->send_cq->n_pending_qp, 1);
-		srdma_progress_done(qp);
-	}
+	if (eng)
+		eng->sq_drop_locked(qp);
 }
 
 int srdma_qp_destroy(struct srdma_qp *qp)
 {
+	const struct srdma_engine_ops *eng = srdma_engine_ops_get();
 	struct srdma_context *ctx = qp->ctx;
 	struct srdma_shm_qp *sh = qp->sh;
 
@@ -395,7 +388,8 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	ctx->qp_by_slot[qp->slot] = NULL;
 	/* No new sweep may pin it: it stayed listed until sq_drop_locked()
 	 * below, so a sweep could pin it after the wait and use it freed. */
-	srdma_progress_forget_locked(qp);
+	if (eng)
+		eng->qp_forget_locked(qp);
 	pthread_mutex_unlock(&ctx->lock);
 
 	/* A progress sweep that pinned it before may still hold it. */
@@ -443,6 +437,7 @@ uint32_t srdma_av_lid(const struct ibv_ah_attr *ah)
 
 void srdma_qp_set_error(struct srdma_qp *qp)
 {
+	const struct srdma_engine_ops *eng = srdma_engine_ops_get();
 	struct srdma_context *ctx = qp->ctx;
 	uint32_t old;
 
@@ -459,7 +454,8 @@ void srdma_qp_set_error(struct srdma_qp *qp)
 			       qp->ib.qp.qp_num);
 	}
 	pthread_mutex_lock(&qp->sq_lock);
-	srdma_sq_flush_locked(qp);
+	if (eng)
+		eng->sq_flush_locked(qp);
 	if (qp->net)	/* net transport: its requester's WQEs too */
 		srdma_netreq_flush_locked(qp);
 	pthread_mutex_unlock(&qp->sq_lock);

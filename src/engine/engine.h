@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * engine.h - what the engine offers the transports: the completer (our
- * own CQEs and the error/flush rules of a QP) and the requester's hand-off
- * to the net transport.
+ * engine.h - what the engine offers the verbs front end (post_send,
+ * poll-driven progress) and the transports: the completer (our own CQEs
+ * and the error/flush rules of a QP).
  *
  * The engine is three stages that know nothing of how bytes travel
  * (docs/design/data-path.md): the requester (requester.c) validates and
@@ -20,8 +20,47 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct ibv_mw;
+struct ibv_mw_bind;
+struct ibv_send_wr;
+struct srdma_cq;
 struct srdma_qp;
 struct srdma_swqe;
+
+/* ---- what the engine offers the verbs front end ----------------------- */
+
+/**
+ * srdma_engine_init() - install the engine's part of core's object
+ * changes (core/dp.h srdma_engine_ops: flushing and dropping deferred
+ * sends, the progress thread). Idempotent and cheap.
+ * Context: before opening a context whose QPs will send.
+ */
+void srdma_engine_init(void);
+
+/**
+ * srdma_post_send() - validate each WR (post-time checks, §5.2) and
+ * execute it now, hand it to the net transport, or queue it behind a WR
+ * waiting for an RNR retry.
+ * Return: 0, or a positive errno with *bad set (earlier WRs stay posted).
+ */
+int srdma_post_send(struct srdma_qp *qp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad);
+
+/* MW type 1 bind through ops.bind_mw. Return: 0 or positive errno. */
+int srdma_bind_mw(struct srdma_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *bind);
+
+/**
+ * srdma_engine_cq_progress() - what a poll of @cq drives before it reads
+ * the CQ: the deferred sends (RNR) of the QPs sending to @cq, and, once
+ * the context has a net endpoint, a bounded drain of its sockets
+ * (srdma_net_progress), so a polling application does not wait for the
+ * progress thread to wake. Cheap when there is nothing to do.
+ * Context: the application's poll, no lock held.
+ */
+void srdma_engine_cq_progress(struct srdma_cq *cq);
+
+/* ---- what the engine offers the transports ----------------------------- */
 
 /**
  * srdma_comp_req() - complete send WQE @wr_id of @qp (@wr_opcode: its

@@ -3,7 +3,9 @@
  * progress.c - retrying send WRs that met an empty receive queue (RNR).
  *
  * Such WRs wait in their QP's private send queue. They are retried by the
- * application's own calls (post_send on the QP, poll_cq on its send CQ)
+ * application's own calls (post_send on the QP, poll_cq on its send CQ,
+ * which the verbs front end makes call srdma_engine_cq_progress(); it also
+ * drains the net endpoint's sockets there)
  * and, so that an application blocked in ibv_get_cq_event also sees its
  * WR complete, by one timer thread per context. The thread exists only
  * from the first RNR on, sleeps on a condition variable while no WR waits
@@ -18,6 +20,9 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "engine/engine.h"
+#include "engine/progress.h"
+#include "transport/net/net.h"
 #include "util/log.h"
 
 #define SRDMA_PROGRESS_NS 200000ull	/* 0.2 ms, below the usual RNR timer */
@@ -70,9 +75,19 @@ static void sweep(struct srdma_context *ctx, struct srdma_cq *cq)
 	}
 }
 
-void srdma_cq_progress(struct srdma_cq *cq)
+void srdma_engine_cq_progress(struct srdma_cq *cq)
 {
-	sweep(cq->ctx, cq);
+	if (atomic_load_explicit(&cq->n_pending_qp, memory_order_relaxed))
+		sweep(cq->ctx, cq);
+#ifdef SRDMA_HAVE_NET_PROGRESS
+	if (atomic_load_explicit(&cq->ctx->net, memory_order_relaxed))
+		srdma_net_progress(cq->ctx, 16);
+#else
+	/* TODO(issue 10): srdma_net_progress(cq->ctx, 16) when cq->ctx->net
+	 * is set, once transport/net/endpoint.c defines it (CMake then
+	 * defines SRDMA_HAVE_NET_PROGRESS); until then no context has an
+	 * endpoint. */
+#endif
 }
 
 static void *progress_thread(void *arg)

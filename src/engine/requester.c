@@ -52,6 +52,7 @@
 #include "core/dp.h"
 #include "core/qp_state.h"
 #include "engine/engine.h"
+#include "engine/progress.h"
 #include "engine/responder.h"
 #include "transport/net/net.h"
 #include "util/log.h"
@@ -209,7 +210,7 @@ static bool resolve_connected(struct srdma_qp *qp, struct srdma_target *t)
 	return srdma_resp_connected_to(t, qp->ib.qp.qp_num);
 }
 
-/* ---- the operations -------------------------------------------------------- */
+/* ---- the operations ------------------------------------------------------ */
 
 /*
  * The requester's status when the responder's process is gone (a copy got
@@ -249,10 +250,11 @@ static void build_grh(struct srdma_qp *qp, const struct srdma_swqe *w,
 	*(uint16_t *)&grh[4] = htobe16((uint16_t)len);
 	grh[6] = 0x1b;		/* next header: IB */
 	grh[7] = w->ud_ah.grh.hop_limit;
-	sgid.global.subnet_prefix = htobe64(0xfe80000000000000ull);
-	sgid.global.interface_id = htobe64(
-		(be64toh(qp->ctx->dev->node_guid) & ~0xffffull) |
-		qp->ctx->host.lid);
+	/* Our GID at the AH's index (the AH checked it): the LID-derived
+	 * one on IB, an IP GID on RoCE. */
+	sgid = w->ud_ah.grh.sgid_index < qp->ctx->gids.n
+		       ? qp->ctx->gids.e[w->ud_ah.grh.sgid_index].gid
+		       : qp->ctx->gids.e[0].gid;
 	memcpy(&grh[8], sgid.raw, 16);
 	memcpy(&grh[24], w->ud_ah.grh.dgid.raw, 16);
 }
@@ -577,7 +579,7 @@ static int exec_bind(struct srdma_qp *qp, struct srdma_swqe *w,
 	return EXEC_DONE;
 }
 
-/* ---- one WR ------------------------------------------------------------------ */
+/* ---- one WR -------------------------------------------------------------- */
 
 /*
  * RC request that nobody answers (target gone, or not connected back): as
@@ -720,7 +722,7 @@ done:
 	return r;
 }
 
-/* ---- post_send -------------------------------------------------------------- */
+/* ---- post_send ----------------------------------------------------------- */
 
 static bool opcode_ok(enum ibv_qp_type type, uint32_t op)
 {
@@ -898,6 +900,35 @@ void srdma_sq_flush_locked(struct srdma_qp *qp)
 				qp->pend_head->opcode, IBV_WC_WR_FLUSH_ERR, 0);
 		pend_pop_locked(qp);
 	}
+}
+
+void srdma_sq_drop_locked(struct srdma_qp *qp)
+{
+	struct srdma_swqe *w;
+
+	while ((w = qp->pend_head)) {
+		qp->pend_head = w->next;
+		free(w);
+	}
+	qp->pend_tail = &qp->pend_head;
+	if (qp->n_pend) {
+		qp->n_pend = 0;
+		atomic_fetch_sub(&qp->send_cq->n_pending_qp, 1);
+		srdma_progress_done(qp);
+	}
+}
+
+/* What core asks of the engine (core/dp.h). */
+static const struct srdma_engine_ops engine_ops = {
+	.sq_flush_locked = srdma_sq_flush_locked,
+	.sq_drop_locked = srdma_sq_drop_locked,
+	.qp_forget_locked = srdma_progress_forget_locked,
+	.ctx_stop = srdma_progress_stop,
+};
+
+void srdma_engine_init(void)
+{
+	srdma_engine_ops_set(&engine_ops);
 }
 
 int srdma_post_send(struct srdma_qp *qp, struct ibv_send_wr *wr,

@@ -163,7 +163,7 @@ void srdma_resp_rkey_put(struct srdma_target *t, struct srdma_rmem *m)
 	m->rec = -1;
 }
 
-/* ---- the target QP -------------------------------------------------------- */
+/* ---- the target QP ------------------------------------------------------- */
 
 int srdma_resp_target(struct srdma_context *ctx, struct srdma_peer *p,
 		      uint32_t qpn, int type, struct srdma_target *t)
@@ -253,7 +253,7 @@ void srdma_resp_qp_error(struct srdma_target *t, uint32_t event)
 			       QPN_SLOT(t->qpn), t->qp->gen);
 }
 
-/* ---- receive queue ---------------------------------------------------------- */
+/* ---- receive queue ------------------------------------------------------- */
 
 /* h->priv: the queue and the SRQ entry (or NULL) held. */
 #define HOLD_RQ(h) ((struct srdma_shm_rq *)(h)->priv[0])
@@ -414,7 +414,7 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 	return 0;
 }
 
-/* ---- remote memory ----------------------------------------------------------- */
+/* ---- remote memory ------------------------------------------------------- */
 
 int srdma_resp_rkey(struct srdma_target *t, uint32_t rkey, uint32_t access,
 		    uint64_t va, uint64_t len, struct srdma_rmem *m)

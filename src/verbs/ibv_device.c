@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "engine/engine.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "verbs/verbs_int.h"
@@ -94,6 +95,7 @@ SRDMA_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = EINVAL;
 		return NULL;
 	}
+	srdma_engine_init();
 	ret = srdma_context_open(dev, &ctx);
 	if (ret) {
 		errno = -ret;

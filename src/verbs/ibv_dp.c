@@ -20,6 +20,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "engine/engine.h"
 #include "util/compiler.h"
 #include "verbs/verbs_int.h"
 
@@ -168,6 +169,9 @@ static int op_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
 	if (srdma_ctx_inherited(to_scq(cq)->ctx))
 		return -EINVAL;
+	/* Progress first (it takes sq_lock and ctx->lock, poll_lock after). */
+	if (num_entries >= 0)
+		srdma_engine_cq_progress(to_scq(cq));
 	return srdma_cq_poll(to_scq(cq), num_entries, wc);
 }
 

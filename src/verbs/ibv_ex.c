@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "core/dp.h"
+#include "engine/engine.h"
 #include "util/compiler.h"
 #include "verbs/verbs_int.h"
 
@@ -525,8 +526,7 @@ static int cqx_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 	if (srdma_ctx_inherited(cq->ctx))
 		return EINVAL;	/* inherited across fork(): before any lock */
 	/* Before poll_lock: progress takes sq_lock and ctx->lock. */
-	if (atomic_load_explicit(&cq->n_pending_qp, memory_order_relaxed))
-		srdma_cq_progress(cq);
+	srdma_engine_cq_progress(cq);
 	pthread_mutex_lock(&cq->poll_lock);
 	ret = cqx_load(cq);
 	if (ret)

@@ -13,3 +13,14 @@ add_test(NAME net.wire_pcap
 set_tests_properties(net.wire_pcap PROPERTIES TIMEOUT 300
 	LABELS net SKIP_RETURN_CODE 77)
 srdma_test_env(net.wire_pcap)
+
+# The fuzz seeds (tests/fuzz/corpus*, committed) are what the codec
+# builds today: regenerate them and compare, so a codec change cannot
+# leave the fuzzers starting from stale packets. After a deliberate change:
+#   build/bin/net_wire_gen corpus tests/fuzz/corpus
+#   build/bin/net_wire_gen corpus tests/fuzz/corpus-resp 0xf8
+add_test(NAME net.fuzz_corpus
+	COMMAND sh -c "d=$SRDMA_DIR && rm -rf $d/c $d/cr && mkdir -p $d && $0 corpus $d/c && $0 corpus $d/cr 0xf8 && diff -r $d/c $1/corpus && diff -r $d/cr $1/corpus-resp"
+		$<TARGET_FILE:net_wire_gen> ${CMAKE_SOURCE_DIR}/tests/fuzz)
+set_tests_properties(net.fuzz_corpus PROPERTIES TIMEOUT 60 LABELS net)
+srdma_test_env(net.fuzz_corpus)

@@ -34,6 +34,8 @@ endfunction()
 
 srdma_pyverbs_test(test_device conformance 300 test_device)
 srdma_pyverbs_test(test_pd conformance 300 test_pd)
+# Address handles; its RoCE case (no AH without a GRH) runs in tests/eth.
+srdma_pyverbs_test(test_addr conformance 300 test_addr)
 srdma_pyverbs_test(test_mr_bad_flags conformance 300
 	test_mr.MRTest.test_reg_mr_bad_flags)
 # ibv_fork_init / ibv_is_fork_initialized as pyverbs expects them.

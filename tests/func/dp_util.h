@@ -169,6 +169,7 @@ static inline int dp_qp_connect(struct ibv_qp *qp, uint32_t rqpn, uint16_t rlid,
 		a.rq_psn = 0;
 		a.ah_attr.dlid = rlid;
 		a.ah_attr.port_num = 1;
+		fu_av_fix(qp->context, &a.ah_attr);
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
 	}

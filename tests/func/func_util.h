@@ -46,6 +46,48 @@
 
 static int fu_failures;
 
+/* True if port 1 is a RoCE port (link layer Ethernet, SRDMA_LINK_LAYER=eth). */
+static inline bool fu_is_roce(struct ibv_context *ctx)
+{
+	struct ibv_port_attr pa;
+
+	return !ibv_query_port(ctx, 1, &pa) &&
+	       pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+}
+
+/*
+ * Complete the address vector @ah as port 1's link layer needs it. On
+ * InfiniBand nothing changes (the LID routes). On RoCE an AV must carry a
+ * GRH, and every peer of these tests is a context of this host, whose
+ * contexts share its IP GIDs (the QPN names the context), exactly as
+ * processes sharing a RoCE NIC: the destination is our own GID, the first
+ * IPv4-mapped one (::ffff:a.b.c.d, what perftest picks; a link-local GID
+ * would need an interface scope on the wire), else GID 0, sent from the
+ * same index. Makes no cmocka call, so a forked child may use it.
+ */
+static inline void fu_av_fix(struct ibv_context *ctx, struct ibv_ah_attr *ah)
+{
+	static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
+	struct ibv_port_attr pa;
+	union ibv_gid g;
+	int i, idx = 0;
+
+	if (ibv_query_port(ctx, 1, &pa) ||
+	    pa.link_layer != IBV_LINK_LAYER_ETHERNET)
+		return;
+	for (i = 0; i < pa.gid_tbl_len; i++)
+		if (!ibv_query_gid(ctx, 1, i, &g) &&
+		    !memcmp(g.raw, v4mapped, sizeof(v4mapped))) {
+			idx = i;
+			break;
+		}
+	ah->is_global = 1;
+	if (ibv_query_gid(ctx, 1, idx, &ah->grh.dgid))
+		memset(&ah->grh.dgid, 0, sizeof(ah->grh.dgid));
+	ah->grh.sgid_index = (uint8_t)idx;
+	ah->grh.hop_limit = 64;
+}
+
 static inline void __attribute__((format(printf, 3, 4)))
 fu_report(const char *file, int line, const char *fmt, ...)
 {

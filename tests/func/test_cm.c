@@ -1662,6 +1662,7 @@ static int lb_connect(struct ibv_qp *qp, uint32_t rqpn, uint16_t lid)
 	a.dest_qp_num = rqpn;
 	a.ah_attr.dlid = lid;
 	a.ah_attr.port_num = 1;
+	fu_av_fix(qp->context, &a.ah_attr);
 	a.max_dest_rd_atomic = 4;
 	a.min_rnr_timer = 1;
 	if (ibv_modify_qp(qp, &a,

@@ -104,11 +104,23 @@ static size_t encode(const struct srdma_cm_msg *m, uint8_t *buf)
 	return (size_t)n;
 }
 
-/* The local port's LID and MTU, so QPs the CM builds from them are valid. */
-static void port_info(uint16_t *lid, uint8_t *mtu)
+/*
+ * The local port's LID, MTU and GID 0, so QPs the CM builds from them are
+ * valid, and a QPN on this host: on a RoCE port (SRDMA_LINK_LAYER=eth) a
+ * peer whose QPN names no context of this host is served by the net
+ * transport, while these fake peers are this process. The QPN is in our
+ * own context's range (its high bits), at a slot no QP of ours uses.
+ */
+static void port_info(uint16_t *lid, uint8_t *mtu, uint8_t gid[16],
+		      uint32_t *qpn)
 {
 	struct ibv_context **list = rdma_get_devices(NULL);
+	struct ibv_qp_init_attr qa;
 	struct ibv_port_attr pa;
+	union ibv_gid g;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_pd *pd;
 
 	assert_non_null(list);
 	assert_non_null(list[0]);
@@ -116,6 +128,25 @@ static void port_info(uint16_t *lid, uint8_t *mtu)
 	assert_int_equal(ibv_query_port(list[0], 1, &pa), 0);
 	*lid = pa.lid;
 	*mtu = (uint8_t)pa.active_mtu;
+	assert_int_equal(ibv_query_gid(list[0], 1, 0, &g), 0);
+	memcpy(gid, g.raw, 16);
+	if (pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
+		pd = ibv_alloc_pd(list[0]);
+		assert_non_null(pd);
+		cq = ibv_create_cq(list[0], 1, NULL, NULL, 0);
+		assert_non_null(cq);
+		memset(&qa, 0, sizeof(qa));
+		qa.send_cq = qa.recv_cq = cq;
+		qa.qp_type = IBV_QPT_UD;
+		qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
+		qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+		qp = ibv_create_qp(pd, &qa);
+		assert_non_null(qp);
+		*qpn = (qp->qp_num & ~0x3fffu) | (*qpn & 0x3fffu);
+		assert_int_equal(ibv_destroy_qp(qp), 0);
+		assert_int_equal(ibv_destroy_cq(cq), 0);
+		assert_int_equal(ibv_dealloc_pd(pd), 0);
+	}
 	rdma_free_devices(list);
 }
 
@@ -135,7 +166,7 @@ static struct srdma_cm_msg make_msg(uint8_t type, uint8_t pdata_len)
 	m.init_depth = 1;
 	m.retry_count = 7;
 	m.rnr_retry_count = 7;
-	port_info(&m.lid, &m.mtu);
+	port_info(&m.lid, &m.mtu, m.gid, &m.qpn);
 	m.pdata_len = pdata_len;
 	for (i = 0; i < pdata_len; i++)
 		m.pdata[i] = (uint8_t)(0xc0 + i);
@@ -550,7 +581,8 @@ static void test_cm_robust_active_raw_rep(void **state)
 
 	cm_watchdog(20);
 	fd = active_to_raw(&d, &lfd);
-	rep.qpn = 0x00beef;
+	/* Another slot of make_msg()'s context (on RoCE, ours). */
+	rep.qpn = (rep.qpn & ~0x3fffu) | (0x00beef & 0x3fffu);
 	rep.psn = 0x00f00d;
 	assert_int_equal(cm_write_all(fd, buf, encode(&rep, buf)), 0);
 	ev = cm_expect_event(d.ach, RDMA_CM_EVENT_ESTABLISHED, 0);
@@ -559,7 +591,7 @@ static void test_cm_robust_active_raw_rep(void **state)
 				     ev->param.conn.private_data_len, rep.pdata,
 				     12, 196),
 			 "ESTABLISHED private data from a raw REP");
-		CM_CHECK_INT(ev->param.conn.qp_num, 0xbeef,
+		CM_CHECK_INT(ev->param.conn.qp_num, rep.qpn,
 			     "ESTABLISHED qp_num");
 		rdma_ack_cm_event(ev);
 	}
@@ -571,7 +603,7 @@ static void test_cm_robust_active_raw_rep(void **state)
 			     IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
 			     &ia),
 		0);
-	CM_CHECK(a.qp_state == IBV_QPS_RTS && a.dest_qp_num == 0xbeef &&
+	CM_CHECK(a.qp_state == IBV_QPS_RTS && a.dest_qp_num == rep.qpn &&
 			 a.rq_psn == 0xf00d,
 		 "QP after a raw REP: state %d dest_qp %#x rq_psn %#x",
 		 a.qp_state, a.dest_qp_num, a.rq_psn);

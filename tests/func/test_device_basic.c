@@ -144,6 +144,18 @@ static void test_device_basic_query_device_ex_odp_caps(void **state)
 	fu_done();
 }
 
+/* The link layer this run asks for: Ethernet (RoCE) with
+ * SRDMA_LINK_LAYER=eth or SRDMA_TRANSPORT=net, InfiniBand by default. */
+static bool want_eth(void)
+{
+	const char *l = getenv("SRDMA_LINK_LAYER");
+	const char *t = getenv("SRDMA_TRANSPORT");
+
+	if (l && *l)
+		return !strcmp(l, "eth");
+	return t && !strcmp(t, "net");
+}
+
 static void test_device_basic_query_port_active_ib(void **state)
 {
 	struct ibv_port_attr p;
@@ -152,9 +164,16 @@ static void test_device_basic_query_port_active_ib(void **state)
 	assert_int_equal(ibv_query_port(fu.ctx, 1, &p), 0);
 	fu_expect(p.state == IBV_PORT_ACTIVE, "port state %d, want ACTIVE",
 		  p.state);
-	fu_expect(p.link_layer == IBV_LINK_LAYER_INFINIBAND,
-		  "link_layer %u, want INFINIBAND", p.link_layer);
-	fu_expect(p.lid != 0, "LID is 0");
+	if (want_eth()) {
+		/* RoCE: no LID (test_roce_port checks the rest). */
+		fu_expect(p.link_layer == IBV_LINK_LAYER_ETHERNET,
+			  "link_layer %u, want ETHERNET", p.link_layer);
+		fu_expect(p.lid == 0, "LID is %u on Ethernet", p.lid);
+	} else {
+		fu_expect(p.link_layer == IBV_LINK_LAYER_INFINIBAND,
+			  "link_layer %u, want INFINIBAND", p.link_layer);
+		fu_expect(p.lid != 0, "LID is 0");
+	}
 	fu_expect(p.gid_tbl_len >= 1, "gid_tbl_len %d", p.gid_tbl_len);
 	fu_expect(p.pkey_tbl_len >= 1, "pkey_tbl_len %u", p.pkey_tbl_len);
 	fu_expect(p.max_mtu >= IBV_MTU_256 && p.active_mtu >= IBV_MTU_256 &&
@@ -171,12 +190,23 @@ static void test_device_basic_contexts_get_distinct_lids(void **state)
 
 	assert_int_equal(ibv_query_port(fu.ctx, 1, &p1), 0);
 	assert_int_equal(ibv_query_port(ctx2, 1, &p2), 0);
-	fu_expect(p1.lid != 0 && p2.lid != 0 && p1.lid != p2.lid,
-		  "two contexts have LIDs %u and %u", p1.lid, p2.lid);
 	assert_int_equal(ibv_query_gid(fu.ctx, 1, 0, &g1), 0);
 	assert_int_equal(ibv_query_gid(ctx2, 1, 0, &g2), 0);
-	fu_expect(memcmp(&g1, &g2, sizeof(g1)) != 0,
-		  "two contexts have the same GID[0]");
+	if (want_eth()) {
+		/* RoCE: the contexts of a host share its GIDs, like the
+		 * processes sharing a NIC; QPNs tell them apart. */
+		fu_expect(p1.lid == 0 && p2.lid == 0,
+			  "RoCE contexts have LIDs %u and %u", p1.lid,
+			  p2.lid);
+		fu_expect(memcmp(&g1, &g2, sizeof(g1)) == 0,
+			  "two RoCE contexts of one host differ in GID[0]");
+	} else {
+		fu_expect(p1.lid != 0 && p2.lid != 0 && p1.lid != p2.lid,
+			  "two contexts have LIDs %u and %u", p1.lid,
+			  p2.lid);
+		fu_expect(memcmp(&g1, &g2, sizeof(g1)) != 0,
+			  "two contexts have the same GID[0]");
+	}
 	assert_int_equal(ibv_close_device(ctx2), 0);
 	fu_done();
 }

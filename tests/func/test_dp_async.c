@@ -20,6 +20,8 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "func_util.h"
+
 struct side {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -94,6 +96,7 @@ static void connect_qp(struct side *s, uint32_t dqpn)
 	a.dest_qp_num = dqpn;
 	a.ah_attr.dlid = pa.lid;
 	a.ah_attr.port_num = 1;
+	fu_av_fix(s->qp->context, &a.ah_attr);
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 1;
 	assert_int_equal(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV |

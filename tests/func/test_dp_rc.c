@@ -1261,6 +1261,7 @@ static void ud_pair(void)
 	memset(&aa, 0, sizeof(aa));
 	aa.dlid = B.lid;
 	aa.port_num = 1;
+	fu_av_fix(A.ctx, &aa);
 	A.ah = ibv_create_ah(A.pd, &aa);
 	assert_non_null(A.ah);
 }

@@ -172,6 +172,7 @@ static bool child_fresh(void)
 		a.dest_qp_num = qp[1 - i]->qp_num;
 		a.ah_attr.dlid = pa.lid;
 		a.ah_attr.port_num = 1;
+		fu_av_fix(qp[i]->context, &a.ah_attr);
 		a.max_dest_rd_atomic = 1;
 		a.min_rnr_timer = 1;
 		if (ibv_modify_qp(qp[i], &a,
@@ -420,6 +421,7 @@ static void test_inherited_objects(void **state)
 	memset(&aha, 0, sizeof(aha));
 	aha.dlid = f.b.lid;
 	aha.port_num = 1;
+	fu_av_fix(f.a.ctx, &aha);
 	f.ah = ibv_create_ah(f.a.pd, &aha);
 	assert_non_null(f.ah);
 	memset(f.a.buf, PAT_A, f.a.len);

@@ -120,6 +120,8 @@ static int ps_connect(struct pside *s, const struct pinfo *peer)
 	struct ibv_ah_attr ah = {.dlid = peer->lid, .port_num = 1};
 	int i;
 
+	fu_av_fix(s->pd->context, &ah);
+
 	for (i = 0; i < NQ; i++)
 		if (dp_qp_connect(s->qp[i], peer->qpn[i], peer->lid, &k))
 			return -1;

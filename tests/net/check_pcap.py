@@ -187,7 +187,24 @@ def check_tshark(path, port, rows, allow_warn):
     return decoded, malformed, fails
 
 
+def reexec_with_system_python():
+    """Debian's python3-scapy lives in the system interpreter; a python3
+    found first on PATH (pyenv, a venv) may not have it. Run again with
+    /usr/bin/python3 then."""
+    try:
+        import scapy  # noqa: F401
+        return
+    except ImportError:
+        pass
+    sysp = "/usr/bin/python3"
+    if os.path.realpath(sys.executable) != os.path.realpath(sysp) and \
+            os.path.exists(sysp) and not os.environ.get("CHECK_PCAP_REEXEC"):
+        os.environ["CHECK_PCAP_REEXEC"] = "1"
+        os.execv(sysp, [sysp, os.path.abspath(__file__)] + sys.argv[1:])
+
+
 def main():
+    reexec_with_system_python()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("file")
     ap.add_argument("--port", type=int, default=4791)

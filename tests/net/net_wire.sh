@@ -18,19 +18,20 @@
 #   over IPv6 (its GID index is host 1's fd53:... entry): RoCEv2 over both
 #   IP versions.
 # Capture 2, on host 1's loopback, with FUNC_TEST_DP_RC given: the
-#   functional data-path test under SRDMA_TRANSPORT=net in one host, whose
+#   functional data-path test under SRDMA_TRANSPORT=net in one host (at
+#   most 90 s), whose
 #   contexts talk to each other over the wire: every opcode (SEND and
 #   WRITE with immediate, SEND with invalidate, both atomics), NAKs and
 #   error paths.
-# Each capture keeps only UDP port 4791 and must hold packets of both
-# directions. Then, per capture:
-#   1. tshark (Wireshark's dissector, Debian's tshark) decodes it: every
-#      UDP/4791 packet is dissected as InfiniBand, and no packet carries a
-#      malformed-packet or expert-error flag (_ws.malformed,
-#      _ws.expert.severity >= error);
-#   2. tests/net/check_pcap.py FILE (written on branch h-wire: the full
-#      Wireshark dissection check and the ICRC that scapy's RoCE layer
-#      computes, compared with the one on the wire) exits 0.
+# Each capture keeps only UDP port 4791 and must hold packets (on the
+# veth: from both hosts), every one dissected as InfiniBand by tshark (Wireshark's
+# dissector, Debian's tshark); the opcodes seen are printed. Then
+# tests/net/check_pcap.py FILE (from the wire part, h-wire) must pass:
+# per packet, Wireshark's dissection without a malformed flag or expert
+# info of severity warning or error (with the heuristic upper-layer
+# dissectors off: they judge application payloads, not RoCE), and the
+# ICRC that scapy's RoCE layer computes (IPv4; IPv6 by check_pcap.py's own
+# zlib check) equal to the one on the wire.
 #
 # Exit: 0 pass, 1 fail, 77 skip (no root; tcpdump, tshark or perftest
 # missing).
@@ -40,6 +41,9 @@ H=$here/hosts.sh
 srdma=${1:?usage: net_wire.sh SRDMA_EXE [FUNC_TEST_DP_RC]}
 func_dp=${2:-}
 check_pcap=$here/check_pcap.py
+# Debian's python3 (python3-scapy) even when another one comes first in PATH.
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
 
 for p in tcpdump tshark ib_write_bw ibv_rc_pingpong; do
 	command -v "$p" >/dev/null ||
@@ -92,10 +96,11 @@ capture_stop()
 	dump_pid=
 }
 
-# check FILE WHAT: the checks of the header on one capture.
+# check FILE WHAT SOURCES: the checks of the header on one capture, whose
+# packets must come from at least SOURCES IP addresses.
 check()
 {
-	local f=$1 what=$2 n n_ib bad sides
+	local f=$1 what=$2 min_src=$3 n n_ib sides
 
 	n=$(tshark -r "$f" -Y 'udp.dstport == 4791' 2>/dev/null | wc -l)
 	n_ib=$(tshark -r "$f" -Y 'udp.dstport == 4791 && infiniband' \
@@ -109,15 +114,8 @@ check()
 		fail "$what: $((n - n_ib)) packet(s) not dissected as InfiniBand"
 	sides=$(tshark -r "$f" -T fields -e ip.src -e ipv6.src 2>/dev/null |
 		sort -u | wc -l)
-	[ "$sides" -ge 2 ] || fail "$what: packets from $sides source(s) only"
-	bad=$(tshark -r "$f" -Y '_ws.malformed || _ws.expert.severity >= "Error"' \
-		2>/dev/null)
-	if [ -n "$bad" ]; then
-		fail "$what: $(echo "$bad" | wc -l) malformed or expert-error packet(s):"
-		echo "$bad" | head -20
-		tshark -r "$f" -V -Y '_ws.malformed || _ws.expert.severity >= "Error"' \
-			2>/dev/null | head -120
-	fi
+	[ "$sides" -ge "$min_src" ] ||
+		fail "$what: packets from $sides source(s) only"
 	# tshark's statistics of InfiniBand opcodes, for the log.
 	tshark -r "$f" -T fields -e infiniband.bth.opcode 2>/dev/null |
 		sort -n | uniq -c | awk '{ printf "  opcode %3d: %d packets\n", $2, $1 }'
@@ -125,7 +123,7 @@ check()
 		fail "$check_pcap missing (it comes with the wire helper, branch h-wire)"
 		return
 	fi
-	if python3 "$check_pcap" "$f"; then
+	if "$py" "$check_pcap" "$f"; then
 		echo "net_wire: $what: check_pcap.py: ok"
 	else
 		fail "$what: check_pcap.py $f failed"
@@ -162,7 +160,7 @@ if capture_start eth0 "$cap1"; then
 	pair pingpong "$srdma" ibv_uc_pingpong -s 3000 -n 10
 	pair --ipv6 pingpong "$srdma" ibv_rc_pingpong -s 3000 -n 10 -c
 	capture_stop
-	check "$cap1" "capture on the veth"
+	check "$cap1" "capture on the veth" 2
 	if [ -n "${SRDMA_NET_WIRE_KEEP:-}" ]; then
 		cp "$cap1" "$SRDMA_NET_WIRE_KEEP.veth.pcap"
 	fi
@@ -171,10 +169,11 @@ fi
 if [ -n "$func_dp" ]; then
 	cap2=$work/lo.pcap
 	if capture_start lo "$cap2"; then
-		out=$("$H" run 1 -- env SRDMA_TRANSPORT=net "$func_dp" 2>&1) ||
+		out=$(timeout -s KILL 90 "$H" run 1 -- env SRDMA_TRANSPORT=net \
+			"$func_dp" 2>&1) ||
 			{ echo "$out" | tail -40; fail "$func_dp failed over the wire"; }
 		capture_stop
-		check "$cap2" "capture on the loopback ($(basename "$func_dp"))"
+		check "$cap2" "capture on the loopback ($(basename "$func_dp"))" 1
 		if [ -n "${SRDMA_NET_WIRE_KEEP:-}" ]; then
 			cp "$cap2" "$SRDMA_NET_WIRE_KEEP.lo.pcap"
 		fi

@@ -6,10 +6,12 @@
  *   wire_gen pcap FILE     a capture (pcap.c) with every opcode, payload
  *                          sizes 0..MTU with each pad count, IPv4 and IPv6,
  *                          for tests/net/check_pcap.py (tshark + scapy)
- *   wire_gen corpus DIR    one file per opcode: the UDP payload (BTH to
+ *   wire_gen corpus DIR [CTL]
+ *                          one file per opcode: the UDP payload (BTH to
  *                          ICRC) for the IPv4 path the fuzz target checks
  *                          ICRCs against, the seed corpus of
- *                          tests/fuzz/fuzz_wire.c
+ *                          tests/fuzz/fuzz_wire.c; with CTL, behind that
+ *                          control byte (tests/fuzz/fuzz_resp.c)
  *
  * Header fields get plausible values a real peer would send (AETH ACK or
  * NAK syndromes, 8-byte aligned atomic VAs, GSI Q_Key on UD), so the
@@ -162,7 +164,7 @@ static int gen_pcap(const char *file)
 	return 0;
 }
 
-static int gen_corpus(const char *dir)
+static int gen_corpus(const char *dir, int ctl)
 {
 	struct srdma_wire_path path;
 	uint8_t buf[SRDMA_MAX_IB_HDR + 64];
@@ -180,6 +182,10 @@ static int gen_corpus(const char *dir)
 			continue;
 		snprintf(name, sizeof(name), "%s/op-%02x", dir, op);
 		f = fopen(name, "wb");
+		if (f && ctl >= 0 && fputc(ctl, f) == EOF) {
+			fclose(f);
+			f = NULL;
+		}
 		if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
 			perror(name);
 			return 1;
@@ -195,7 +201,10 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "pcap"))
 		return gen_pcap(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "corpus"))
-		return gen_corpus(argv[2]);
-	fprintf(stderr, "usage: %s pcap FILE | corpus DIR\n", argv[0]);
+		return gen_corpus(argv[2], -1);
+	if (argc == 4 && !strcmp(argv[1], "corpus"))
+		return gen_corpus(argv[2],
+				  (int)strtol(argv[3], NULL, 0) & 0xff);
+	fprintf(stderr, "usage: %s pcap FILE | corpus DIR [CTL]\n", argv[0]);
 	return 2;
 }

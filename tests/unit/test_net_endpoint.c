@@ -8,11 +8,17 @@
  *   - a flood of random datagrams (IPv4 and IPv6) to port 4791: nothing
  *     crashes, and every datagram is accounted for (dropped by cause,
  *     delivered, or forwarded);
+ *   - dispatch: hand-made packets (srdma_wire_build, srdma_wire_icrc) from
+ *     one context to another through srdma_net_send, over IPv4 and IPv6,
+ *     reach the registered QP (through the test hook); bad ICRC, foreign
+ *     P_Key and unknown QPN are dropped by cause; unregister waits out a
+ *     packet being handled;
  *   - several processes in one namespace, each with a context: datagrams
  *     for each one's LID reach it (steered or forwarded), also after one
  *     of them dies without closing and after a new one joins.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -186,9 +192,10 @@ static void test_flood(void **state)
 			send_to_4791(fd4, fd6, rand_r(&seed) % 2, b, len);
 			sent++;
 		}
-		/* Half the time the application drains inline. */
+		/* Half the time the application drains inline (as
+		 * ibv_poll_cq on an empty CQ does). */
 		if (round % 2)
-			srdma_net_progress(ctx, 64);
+			srdma_net_progress(ctx, round % 4 == 1 ? 64 : 16);
 		sleep_ms(2);
 	}
 	for (i = 0; i < 500; i++) {
@@ -215,6 +222,232 @@ static void test_flood(void **state)
 	assert_true(s.drops[SRDMA_DROP_QPN] > 0);
 	close(fd4);
 	close(fd6);
+	srdma_net_ctx_close(ctx);
+	assert_int_equal(srdma_context_close(ctx), 0);
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static _Atomic int hook_calls;
+static _Atomic uint32_t hook_qpn, hook_psn;
+static _Atomic int hook_sleep_ms;
+
+static void hook(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
+		 const struct srdma_wire_path *from)
+{
+	(void)from;
+	assert_int_equal(nq->qpn, pkt->dqpn);
+	hook_qpn = pkt->dqpn;
+	hook_psn = pkt->psn;
+	if (hook_sleep_ms)
+		sleep_ms(hook_sleep_ms);
+	hook_calls++;
+}
+
+static void path_of(struct srdma_wire_path *p, bool v6)
+{
+	static const uint8_t lo4[16] = { [10] = 0xff, [11] = 0xff, [12] = 127,
+					 [15] = 1 };
+	static const uint8_t lo6[16] = { [15] = 1 };
+
+	memset(p, 0, sizeof(*p));
+	memcpy(p->sip, v6 ? lo6 : lo4, 16);
+	memcpy(p->dip, v6 ? lo6 : lo4, 16);
+	p->sport = SRDMA_NET_SPORT;
+	p->dport = SRDMA_ROCE_PORT;
+}
+
+/* An RC SEND_ONLY with 5 bytes of payload, ICRC for @p (spoiled if
+ * @bad_icrc); returns the datagram length. */
+static size_t make_send(uint8_t *b, const struct srdma_wire_path *p,
+			uint32_t qpn, uint32_t psn, uint16_t pkey,
+			bool bad_icrc)
+{
+	struct srdma_pkt k = { .opcode = SRDMA_TR_RC | SRDMA_OP_SEND_ONLY,
+			       .pkey = pkey, .dqpn = qpn, .psn = psn,
+			       .ackreq = true, .paylen = 5 };
+	uint32_t h = srdma_wire_build(b, &k), n;
+	struct iovec v;
+
+	assert_true(h > 0);
+	memcpy(b + h, "hello", 5);
+	n = h + 5 + srdma_wire_pad(5);
+	memset(b + h + 5, 0, srdma_wire_pad(5));
+	v.iov_base = b;
+	v.iov_len = n;
+	srdma_wire_put_icrc(b + n, srdma_wire_icrc(p, &v, 1) ^ bad_icrc);
+	return n + 4;
+}
+
+static void wait_calls(int n)
+{
+	int i;
+
+	for (i = 0; i < 300 && hook_calls < n; i++)
+		sleep_ms(10);
+	assert_int_equal(hook_calls, n);
+}
+
+static void *unregister_thread(void *arg)
+{
+	srdma_net_qp_unregister(arg);
+	return NULL;
+}
+
+static void test_dispatch(void **state)
+{
+	struct srdma_context *a, *b;
+	struct srdma_net_ep_stats s;
+	struct srdma_net_qp nq;
+	struct srdma_wire_path p;
+	uint8_t buf[128];
+	struct iovec v;
+	pthread_t th;
+	uint64_t t0;
+	int v6;
+
+	(void)state;
+	if (!have_netns)
+		skip();
+	assert_int_equal(srdma_context_open(srdma_device_get(), &a), 0);
+	assert_int_equal(srdma_context_open(srdma_device_get(), &b), 0);
+	assert_non_null(srdma_net_ctx_get(a));
+	assert_non_null(srdma_net_ctx_get(b));
+	memset(&nq, 0, sizeof(nq));
+	nq.ctx = b;
+	nq.qpn = b->host.lid << SRDMA_QPN_SHIFT | 7;
+	/* A QPN of another context is refused. */
+	nq.qpn ^= 1u << SRDMA_QPN_SHIFT;
+	assert_int_equal(srdma_net_qp_register(&nq), -EINVAL);
+	nq.qpn ^= 1u << SRDMA_QPN_SHIFT;
+	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	srdma_net_input_hook = hook;
+	hook_calls = 0;
+	for (v6 = 0; v6 < 2; v6++) {
+		path_of(&p, v6);
+		v.iov_base = buf;
+		v.iov_len = make_send(buf, &p, nq.qpn, 100 + v6, 0xffff,
+				      false);
+		assert_int_equal(srdma_net_send(a, &p, &v, 1), 0);
+		wait_calls(v6 + 1);
+		assert_int_equal(hook_qpn, nq.qpn);
+		assert_int_equal(hook_psn, 100 + v6);
+		/* Bad ICRC, other P_Key, unknown QPN: dropped, by cause. */
+		v.iov_len = make_send(buf, &p, nq.qpn, 1, 0xffff, true);
+		assert_int_equal(srdma_net_send(a, &p, &v, 1), 0);
+		v.iov_len = make_send(buf, &p, nq.qpn, 1, 0x8001, false);
+		assert_int_equal(srdma_net_send(a, &p, &v, 1), 0);
+		v.iov_len = make_send(buf, &p, nq.qpn + 1, 1, 0xffff, false);
+		assert_int_equal(srdma_net_send(a, &p, &v, 1), 0);
+		/* A source port we do not send from is refused. */
+		p.sport = 5000;
+		assert_int_equal(srdma_net_send(a, &p, &v, 1), -EINVAL);
+	}
+	for (t0 = 0; t0 < 300; t0++) {
+		srdma_net_ep_stats(b, &s);
+		if (s.drops[SRDMA_DROP_QPN] == 2)
+			break;
+		sleep_ms(10);
+	}
+	assert_int_equal(s.drops[SRDMA_DROP_ICRC], 2);
+	assert_int_equal(s.drops[SRDMA_DROP_PKEY], 2);
+	assert_int_equal(s.drops[SRDMA_DROP_QPN], 2);
+	assert_int_equal(hook_calls, 2);
+	srdma_net_ep_stats(a, &s);
+	assert_int_equal(s.tx_dgrams, 8);
+	/* Unregister while a packet is being handled: it waits. */
+	hook_sleep_ms = 200;
+	path_of(&p, false);
+	v.iov_len = make_send(buf, &p, nq.qpn, 7, 0xffff, false);
+	assert_int_equal(srdma_net_send(a, &p, &v, 1), 0);
+	for (t0 = 0; t0 < 300 && !atomic_load(&nq.refs); t0++)
+		sleep_ms(1);
+	assert_int_equal(atomic_load(&nq.refs), 1);
+	assert_int_equal(pthread_create(&th, NULL, unregister_thread, &nq), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(hook_calls, 3);	/* finished before unregister */
+	assert_int_equal(atomic_load(&nq.refs), 0);
+	hook_sleep_ms = 0;
+	/* Unregistered: its packets are unknown QPNs now. */
+	assert_int_equal(srdma_net_send(a, &p, &v, 1), 0);
+	for (t0 = 0; t0 < 300; t0++) {
+		srdma_net_ep_stats(b, &s);
+		if (s.drops[SRDMA_DROP_QPN] == 3)
+			break;
+		sleep_ms(10);
+	}
+	assert_int_equal(s.drops[SRDMA_DROP_QPN], 3);
+	srdma_net_input_hook = NULL;
+	srdma_net_ctx_close(a);
+	srdma_net_ctx_close(b);
+	assert_int_equal(srdma_context_close(a), 0);
+	assert_int_equal(srdma_context_close(b), 0);
+}
+
+/* ---- timers -------------------------------------------------------------- */
+
+static _Atomic int timer_calls;
+static _Atomic uint64_t timer_late_ns;	/* worst lateness seen */
+
+static _Atomic uint64_t timer_gap_ns;
+
+/* Fires 5 times, timer_gap_ns apart, then disarms. */
+static uint64_t timer_hook(struct srdma_net_qp *nq, uint64_t now)
+{
+	uint64_t due = atomic_load(&nq->deadline_ns), next;
+
+	if (now - due > timer_late_ns)
+		timer_late_ns = now - due;
+	/* A gap of 0: due again at once (the thread must not sleep). */
+	next = ++timer_calls < 5 ? now + timer_gap_ns : 0;
+	atomic_store(&nq->deadline_ns, next);
+	return next;
+}
+
+static void test_timers(void **state)
+{
+	struct srdma_net_ep_stats s;
+	struct srdma_context *ctx;
+	struct srdma_net_qp nq;
+	int round, i;
+
+	(void)state;
+	if (!have_netns)
+		skip();
+	assert_int_equal(srdma_context_open(srdma_device_get(), &ctx), 0);
+	assert_non_null(srdma_net_ctx_get(ctx));
+	srdma_net_timer_hook = timer_hook;
+	memset(&nq, 0, sizeof(nq));
+	nq.ctx = ctx;
+	nq.qpn = ctx->host.lid << SRDMA_QPN_SHIFT | 9;
+	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	/* Round 0: armed in the future, re-armed 20 ms on; round 1: already
+	 * due when armed, and due again at once each time. */
+	for (round = 0; round < 2; round++) {
+		timer_gap_ns = round ? 0 : 20000000u;
+		timer_calls = 0;
+		timer_late_ns = 0;
+		atomic_store(&nq.deadline_ns, srdma_net_now_ns() +
+			     (round ? 0 : 30000000u) - (round ? 1000 : 0));
+		srdma_net_kick(ctx, atomic_load(&nq.deadline_ns));
+		for (i = 0; i < 300 && timer_calls < 5; i++)
+			sleep_ms(10);
+		assert_int_equal(timer_calls, 5);
+		/* Not a tick too late (a loaded machine: generous), and
+		 * no spinning in between. */
+		print_message("timers: round %d, worst lateness %llu us\n",
+			      round,
+			      (unsigned long long)timer_late_ns / 1000);
+		assert_true(timer_late_ns < 500000000u);
+	}
+	srdma_net_ep_stats(ctx, &s);
+	print_message("timers: %llu wake-ups for 10 expiries\n",
+		      (unsigned long long)s.wakeups);
+	assert_true(s.wakeups < 100);
+	sleep_ms(100);
+	assert_int_equal(timer_calls, 5);	/* disarmed: no more */
+	srdma_net_qp_unregister(&nq);
+	srdma_net_timer_hook = NULL;
 	srdma_net_ctx_close(ctx);
 	assert_int_equal(srdma_context_close(ctx), 0);
 }
@@ -330,8 +563,15 @@ static uint64_t round_trip(struct member *m, int n, int per, const char *what)
 			bth_dqpn(b, m[i].lid << SRDMA_QPN_SHIFT | (k + 2));
 			send_to_4791(fd4, fd6, k % 2, b, sizeof(b));
 			m[i].expect++;
-			if (k % 16 == 15)
+			if (k % 16 == 15) {
+				/* New flows: the kernel's fallback hashes
+				 * them to various members. */
 				sleep_ms(1);
+				close(fd4);
+				close(fd6);
+				fd4 = socket(AF_INET, SOCK_DGRAM, 0);
+				fd6 = socket(AF_INET6, SOCK_DGRAM, 0);
+			}
 		}
 	for (i = 0; i < n; i++) {
 		if (!m[i].alive)
@@ -357,6 +597,7 @@ static uint64_t round_trip(struct member *m, int n, int per, const char *what)
 static void test_several_processes(void **state)
 {
 	struct member m[5];
+	uint64_t fwd;
 	int i;
 
 	(void)state;
@@ -372,9 +613,12 @@ static void test_several_processes(void **state)
 	member_end(&m[1], 'q');
 	assert_int_equal(round_trip(m, 4, 200, "after a clean leave"), 0);
 	member_end(&m[0], 'k');
-	round_trip(m, 4, 200, "after a death");
-	/* The misdirected datagrams made a survivor repair the steering. */
-	assert_int_equal(round_trip(m, 4, 200, "after the repair"), 0);
+	fwd = round_trip(m, 4, 200, "after a death");
+	/* Misdirected datagrams (if the dead member's index was not the
+	 * last, many flows hash to the wrong survivor) made the survivor
+	 * that got them repair the steering. */
+	if (fwd)
+		assert_int_equal(round_trip(m, 4, 200, "after the repair"), 0);
 	member_start(&m[4]);
 	assert_int_equal(round_trip(m, 5, 200, "after a join"), 0);
 	for (i = 0; i < 5; i++)
@@ -387,6 +631,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_close),
 		cmocka_unit_test(test_flood),
+		cmocka_unit_test(test_dispatch),
+		cmocka_unit_test(test_timers),
 		cmocka_unit_test(test_several_processes),
 	};
 

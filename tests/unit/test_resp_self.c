@@ -25,7 +25,7 @@ struct fix {
 	struct srdma_pd *pd, *pd2;
 	struct srdma_cq *cq;
 	struct srdma_qp *qp;
-	struct srdma_mr *mr;		/* buf: LOCAL_WRITE, REMOTE_*, MW_BIND */
+	struct srdma_mr *mr;		/* buf: LOCAL_WRITE, REMOTE_*, BIND */
 	struct srdma_mr *ro;		/* rbuf: no LOCAL_WRITE */
 	struct srdma_mr *other;		/* obuf, in pd2 */
 	char buf[8192] __attribute__((aligned(64)));

@@ -17,7 +17,7 @@
  *
  * Liveness has two levels. srdma_peer_alive() only reads shared memory
  * (the registry entry, the segment). srdma_peer_gone(), which every WR
- * calls (engine/send.c resolve(), and the RNR path), adds the kernel's
+ * calls (engine/requester.c resolve(), and the RNR path), adds the kernel's
  * word through a pidfd (or /proc where pidfd_open fails), asked at most
  * once per SRDMA_PEER_CHECK_NS per peer, so a WR costs one clock read: a
  * SIGKILLed owner leaves its registry entry LIVE until someone reaps it,

@@ -22,6 +22,7 @@
 #ifndef SRDMA_TRANSPORT_NET_ICRC_H
 #define SRDMA_TRANSPORT_NET_ICRC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -65,5 +66,25 @@ uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 uint32_t srdma_icrc_iov(const uint8_t *ip,
 			const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 			const struct iovec *iov, int n);
+
+/**
+ * srdma_icrc_ipv4_explain() - is an IPv4 packet's ICRC right for some IP
+ * identification and DF flag other than identification 0 and DF set?
+ * Peers that do not send as softrdma does (rxe picks a hashed
+ * identification) make ICRCs a UDP socket cannot recompute, since it
+ * never shows the identification; the CRC's linearity recovers the one
+ * identification that explains the trailer, if any.
+ * @got:  the ICRC on the wire
+ * @want: the packet's ICRC computed with identification 0, DF set,
+ *        fragment offset 0 (srdma_icrc() over the header we assume)
+ * @tail: bytes the ICRC covers after IPv4 header byte 6 (flags): 13 for
+ *        the rest of the IP header, 8 for UDP, plus BTH through pad
+ * Everything else the ICRC covers is still checked: a corrupted packet
+ * passes with probability 2^-15 (16 identification bits, one flag).
+ * Return: true, with *@id and *@df (DF set) the values that explain @got;
+ * false if none does (the packet is corrupt).
+ */
+bool srdma_icrc_ipv4_explain(uint32_t got, uint32_t want, size_t tail,
+			     uint16_t *id, bool *df);
 
 #endif

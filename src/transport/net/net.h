@@ -88,6 +88,13 @@ struct srdma_net_qp_stats {
 	 * responder's expected PSN. qp_net.c sets them at RTS / RTR; req.c
 	 * and resp.c keep them current. */
 	_Atomic uint32_t sq_psn, rq_psn;
+	_Atomic uint32_t flags;		/* SRDMA_NET_ST_* (qp_net.c) */
+};
+
+/* srdma_net_qp_stats.flags */
+enum {
+	SRDMA_NET_ST_CONNECTED = 1u << 0, /* RC/UC peer served by net */
+	SRDMA_NET_ST_REGISTERED = 1u << 1, /* reachable from the wire */
 };
 
 /*
@@ -152,8 +159,8 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
  * The UDP source port of every packet the endpoint sends: it sends from
  * its socket bound to 4791 (docs/design/net-endpoint.md). The ICRC covers
  * the source port, so a builder must use this value: srdma_net_qp_modify
- * writes it into nq->path.sport at RTR (srdma_net_qp_register also sets
- * it if it differs), and UD senders put it in the path of every packet.
+ * writes it into nq->path.sport at RTR, and UD senders put it in the path
+ * of every packet.
  * srdma_net_send refuses a path with another sport.
  */
 #define SRDMA_NET_SPORT SRDMA_ROCE_PORT
@@ -178,6 +185,9 @@ struct srdma_net_ep_stats {
 	_Atomic uint64_t wakeups;	/* progress thread wake-ups */
 	_Atomic uint64_t inline_rx;	/* received by srdma_net_progress */
 	_Atomic uint64_t drops[SRDMA_DROP_MAX]; /* every drop, by cause */
+	/* IPv4 ICRCs right only for another IP identification or DF
+	 * (SRDMA_NET_ICRC=lenient; wire.h srdma_wire_icrc_verify) */
+	_Atomic uint64_t icrc_other_id;
 };
 
 /* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
@@ -206,6 +216,9 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 extern void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
 				    const struct srdma_pkt *pkt,
 				    const struct srdma_wire_path *from);
+/* Tests only: when set, the timer scan calls this instead of
+ * srdma_netreq_timer(). */
+extern uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
 
 /**
  * srdma_net_ctx_get() - the context's endpoint, opened on first use:
@@ -237,7 +250,8 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
  * context's sockets, up to @budget datagrams, and run expired timers,
  * without blocking: a polling application's ibv_poll_cq calls this so a
  * packet need not wait for the progress thread to wake. Only one thread
- * drains at a time; the others return at once.
+ * drains at a time; the others return at once. SRDMA_NET_INLINE=0 makes
+ * it return 0 at once (all receiving is the progress thread's).
  * Return: datagrams handled.
  */
 int srdma_net_progress(struct srdma_context *ctx, int budget);

@@ -123,6 +123,14 @@ static uint32_t mtu_bytes(enum ibv_mtu m)
 	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 1024u;
 }
 
+/* The path MTU is part of the path: written with both locks held. */
+static void set_mtu(struct srdma_net_qp *nq, enum ibv_mtu m)
+{
+	pthread_mutex_lock(&nq->resp_lock);
+	nq->mtu = mtu_bytes(m);
+	pthread_mutex_unlock(&nq->resp_lock);
+}
+
 /* Fill @p from the address vector @ah: our GID at its sgid_index to its
  * dgid. Return: 0, or -EINVAL when the AV names no GID of ours. */
 static int path_from_av(struct srdma_context *ctx, const struct ibv_ah_attr *ah,
@@ -152,6 +160,8 @@ static int net_register(struct srdma_net_qp *nq)
 	if (ret)
 		return ret;
 	nq->registered = true;
+	atomic_fetch_or_explicit(&nq->st->flags, SRDMA_NET_ST_REGISTERED,
+				 memory_order_relaxed);
 	return 0;
 }
 
@@ -181,6 +191,14 @@ static int modify_rtr(struct srdma_qp *qp, struct srdma_net_qp *nq,
 				return ret;
 			}
 		}
+		if (connected)
+			atomic_fetch_or_explicit(&nq->st->flags,
+						 SRDMA_NET_ST_CONNECTED,
+						 memory_order_relaxed);
+		else
+			atomic_fetch_and_explicit(&nq->st->flags,
+						  ~(uint32_t)SRDMA_NET_ST_CONNECTED,
+						  memory_order_relaxed);
 		pthread_mutex_lock(&nq->resp_lock);
 		nq->connected = connected;
 		if (connected) {
@@ -202,7 +220,7 @@ static int modify_rtr(struct srdma_qp *qp, struct srdma_net_qp *nq,
 				  "this host only", nq->qpn, ret);
 	}
 	if (mask & IBV_QP_PATH_MTU)
-		nq->mtu = mtu_bytes(attr->path_mtu);
+		set_mtu(nq, attr->path_mtu);
 	if (mask & IBV_QP_RQ_PSN) {
 		pthread_mutex_lock(&nq->resp_lock);
 		srdma_netresp_reset(nq, attr->rq_psn & 0xffffff);
@@ -230,6 +248,9 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
 		srdma_netresp_reset(nq, 0);
 		nq->connected = false;
 		pthread_mutex_unlock(&nq->resp_lock);
+		atomic_fetch_and_explicit(&nq->st->flags,
+					  ~(uint32_t)SRDMA_NET_ST_CONNECTED,
+					  memory_order_relaxed);
 		atomic_store(&nq->deadline_ns, 0);
 		return 0;
 	}
@@ -243,7 +264,7 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
 		if (ret)
 			return ret;
 	} else if (mask & IBV_QP_PATH_MTU) {
-		nq->mtu = mtu_bytes(attr->path_mtu);
+		set_mtu(nq, attr->path_mtu);
 	}
 	if (mask & IBV_QP_SQ_PSN) {
 		srdma_netreq_reset(nq, attr->sq_psn & 0xffffff);

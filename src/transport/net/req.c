@@ -135,7 +135,11 @@ struct srdma_netreq {
 	int retry_left, rnr_left;	/* -1: load from qp->attr */
 	bool started_retry;		/* rewound, no progress since */
 	bool err;			/* QP in ERR: nothing is sent */
-	uint64_t rto_ns;		/* retransmit deadline, 0: none */
+	uint64_t rto_due;		/* retransmit deadline, 0: not running */
+	uint64_t rto_ns;		/* wake-up published for it: rto_due,
+					 * or earlier (stale, left to lapse so
+					 * that a message does not cost a
+					 * kick), 0: none */
 	uint64_t rnr_ns;		/* RNR wait deadline, 0: none */
 	/* transmit batch */
 	uint8_t *txbuf;			/* NR_BATCH * NR_PKT_MAX */
@@ -183,10 +187,13 @@ static uint32_t last_psn(const struct nr_wqe *w)
 	return (w->first_psn + w->npkts - 1) & NR_PSN_MASK;
 }
 
-/* Path MTU in bytes (qp_net.c sets it at RTR; 1024 before). */
+/* Path MTU in bytes: RC/UC as set at RTR (qp_net.c), UD the port's
+ * active MTU (as rxe: a UD QP has no path). */
 static uint32_t nr_mtu(const struct srdma_netreq *r)
 {
-	return r->nq->mtu >= 256 ? r->nq->mtu : 1024;
+	if (r->qp->type == IBV_QPT_UD)
+		return 128u << srdma_gid_active_mtu(&r->qp->ctx->gids);
+	return r->nq->mtu >= 256 && r->nq->mtu <= 4096 ? r->nq->mtu : 1024;
 }
 
 static bool outstanding(const struct srdma_netreq *r)
@@ -238,39 +245,48 @@ static void publish_deadline(struct srdma_netreq *r)
 		srdma_net_kick(nq->ctx, d);
 }
 
-/* (Re)arm the retransmit timer from @now if PSNs are outstanding. */
+/*
+ * (Re)arm the retransmit timer from @now if PSNs are outstanding (as rxe:
+ * armed by a send when not running, restarted by progress). Stopping it
+ * leaves the published wake-up in place: it lapses harmlessly, and the
+ * next message finds a wake-up already early enough, so a stream of
+ * messages does not wake the progress thread for each one.
+ */
 static void arm_rto(struct srdma_netreq *r, uint64_t now, bool restart)
 {
 	uint64_t tmo;
 
 	if (r->qp->type != IBV_QPT_RC || !outstanding(r) || r->err ||
 	    r->rnr_ns) {
-		r->rto_ns = 0;
+		r->rto_due = 0;
 		return;
 	}
-	if (r->rto_ns && !restart)
+	if (r->rto_due && !restart)
 		return;
 	tmo = srdma_ack_timeout_ns(r->qp->attr.timeout);
-	r->rto_ns = tmo == UINT64_MAX ? 0 : now + tmo;
+	r->rto_due = tmo == UINT64_MAX ? 0 : now + tmo;
+	if (r->rto_due && (!r->rto_ns || r->rto_ns > r->rto_due))
+		r->rto_ns = r->rto_due;
 }
 
 /* ---- memory ------------------------------------------------------------------- */
 
 /*
- * Copy between @buf and bytes [off, off + len) of @w's SGEs: gather
- * (@to_sge false, access 0) or scatter (@to_sge true, LOCAL_WRITE). Every
- * SGE piece is checked with the one key check and held while copied;
- * the copy goes through the kernel (process_vm_readv/writev on
- * ourselves), so an unmapped page is an error, not a signal.
+ * Copy between the @nl buffers @liov (@len bytes in all) and bytes
+ * [off, off + len) of @w's SGEs: gather (@to_sge false, access 0) or
+ * scatter (@to_sge true, LOCAL_WRITE). Every SGE piece is checked with
+ * the one key check and held while copied; the copy is one system call
+ * (process_vm_readv/writev on ourselves), so an unmapped page is an
+ * error, not a signal, and a batch of packets costs one call.
  * Return: 0, -EACCES (key check) or -EFAULT (memory).
  */
-static int sge_copy(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
-		    uint8_t *buf, uint64_t len, bool to_sge)
+static int sge_copyv(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
+		     const struct iovec *liov, uint32_t nl, uint64_t len,
+		     bool to_sge)
 {
 	struct srdma_qp *qp = r->qp;
 	struct srdma_key_ref ref[SRDMA_MAX_SGE];
 	struct iovec riov[SRDMA_MAX_SGE];
-	struct iovec liov = { buf, len };
 	struct srdma_key_view v;
 	uint32_t i, n = 0;
 	uint64_t want = len;
@@ -282,7 +298,11 @@ static int sge_copy(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 	if (w->inl) {
 		if (to_sge)
 			return -EACCES;
-		memcpy(buf, w->inl + off, len);
+		for (i = 0; i < nl; i++) {
+			memcpy(liov[i].iov_base, w->inl + off,
+			       liov[i].iov_len);
+			off += liov[i].iov_len;
+		}
 		return 0;
 	}
 	srdma_kt_view(&qp->ctx->kt, &v);
@@ -319,9 +339,9 @@ static int sge_copy(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 		goto out;
 	}
 	if (to_sge)
-		got = process_vm_writev(getpid(), &liov, 1, riov, n, 0);
+		got = process_vm_writev(getpid(), liov, nl, riov, n, 0);
 	else
-		got = process_vm_readv(getpid(), &liov, 1, riov, n, 0);
+		got = process_vm_readv(getpid(), liov, nl, riov, n, 0);
 	if (got != (ssize_t)want) {
 		srdma_dbg("QP %#x wr_id %#llx: local memory not %s",
 			  qpn(r), (unsigned long long)w->wr_id,
@@ -332,6 +352,14 @@ out:
 	for (i = 0; i < n; i++)
 		srdma_key_release(&ref[i]);
 	return ret;
+}
+
+static int sge_copy(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
+		    uint8_t *buf, uint64_t len, bool to_sge)
+{
+	struct iovec liov = { buf, len };
+
+	return sge_copyv(r, w, off, &liov, 1, len, to_sge);
 }
 
 /* Check every SGE of @w whole (at start: a bad key fails the WQE before a
@@ -402,7 +430,7 @@ static void complete_head(struct srdma_netreq *r, int status)
 		srdma_dbg("QP %#x wr_id %#llx: completed with status %d",
 			  qpn(r), (unsigned long long)wr_id, status);
 		r->err = true;
-		r->rto_ns = r->rnr_ns = 0;
+		r->rto_ns = r->rto_due = r->rnr_ns = 0;
 	}
 	comp(r, wr_id, op, sig, status, len);
 	if (status != IBV_WC_SUCCESS)
@@ -433,7 +461,7 @@ static void complete_ready(struct srdma_netreq *r)
 static void flush_all(struct srdma_netreq *r)
 {
 	r->err = true;
-	r->rto_ns = r->rnr_ns = 0;
+	r->rto_ns = r->rto_due = r->rnr_ns = 0;
 	while (r->head != r->tail) {
 		struct nr_wqe *w = slot(r, r->head);
 		uint64_t wr_id = w->wr_id;
@@ -450,68 +478,86 @@ static void flush_all(struct srdma_netreq *r)
 
 /* ---- transmit ------------------------------------------------------------------ */
 
-/* Send the batch: the one place packets leave (a batched endpoint send
- * goes here). Lost sends are recovered by the protocol. */
+/* Send the batch: the one place packets leave, in as few system calls
+ * as the endpoint manages (sendmmsg). What is not sent is lost like a
+ * packet on the wire and recovered by the protocol. */
 static void nr_tx_flush(struct srdma_netreq *r)
 {
 	struct srdma_net_qp *nq = r->nq;
+	struct srdma_net_msg m[NR_BATCH];
+	struct iovec iov[NR_BATCH];
+	uint64_t bytes = 0;
 	uint32_t i;
+	int sent;
 
+	if (!r->ntx)
+		return;
 	for (i = 0; i < r->ntx; i++) {
-		struct iovec iov = { r->txbuf + (size_t)i * NR_PKT_MAX,
-				     r->txlen[i] };
-		int e;
-
-		if (srdma_netreq_tx_hook)
-			e = srdma_netreq_tx_hook(nq, r->txpath[i], &iov, 1);
-		else
-			e = srdma_net_send(nq->ctx, r->txpath[i], &iov, 1);
-		if (e)
-			srdma_dbg("QP %#x: send failed (%d), left to recovery",
-				  qpn(r), e);
-		count(&nq->st->tx_pkts, 1);
-		count(&nq->st->tx_bytes, r->txlen[i]);
+		iov[i].iov_base = r->txbuf + (size_t)i * NR_PKT_MAX;
+		iov[i].iov_len = r->txlen[i];
+		m[i].path = r->txpath[i];
+		m[i].iov = &iov[i];
+		m[i].n = 1;
+		bytes += r->txlen[i];
 	}
+	if (srdma_netreq_tx_hook) {
+		for (i = 0, sent = 0; i < r->ntx; i++)
+			if (!srdma_netreq_tx_hook(nq, m[i].path, m[i].iov, 1))
+				sent++;
+	} else {
+		sent = srdma_net_send_batch(nq->ctx, m, (int)r->ntx);
+	}
+	if (sent != (int)r->ntx)
+		srdma_dbg("QP %#x: %d of %u packets not sent (%d), left to recovery",
+			  qpn(r), (int)r->ntx - (sent > 0 ? sent : 0), r->ntx,
+			  sent);
+	count(&nq->st->tx_pkts, r->ntx);
+	count(&nq->st->tx_bytes, bytes);
 	r->ntx = 0;
 }
 
-/*
- * Build one packet of @w into the batch: headers from @pkt, then @paylen
- * bytes of payload from @w at @off, pad, ICRC over exactly what is sent.
- * Return: 0, or -EACCES/-EFAULT from the gather (nothing queued).
- */
-static int nr_tx_pkt(struct srdma_netreq *r, struct nr_wqe *w,
-		     struct srdma_pkt *pkt, const struct srdma_wire_path *path,
-		     uint64_t off, uint32_t paylen)
+/* Write the headers of @pkt (@paylen bytes of payload to follow) into
+ * batch slot @i. Return: the header length (0: opcode unknown). */
+static uint32_t tx_hdr(struct srdma_netreq *r, uint32_t i,
+		       struct srdma_pkt *pkt, uint32_t paylen)
 {
-	uint8_t *b;
-	uint32_t hl, pad = srdma_wire_pad(paylen), len;
-	struct iovec iov;
-	int e;
-
-	if (r->ntx == NR_BATCH)
-		nr_tx_flush(r);
-	b = r->txbuf + (size_t)r->ntx * NR_PKT_MAX;
 	pkt->paylen = paylen;
-	pkt->padcnt = (uint8_t)pad;
+	pkt->padcnt = (uint8_t)srdma_wire_pad(paylen);
 	pkt->pkey = SRDMA_DEFAULT_PKEY;
-	hl = srdma_wire_build(b, pkt);
-	if (!hl)
-		return -EINVAL;
-	e = sge_copy(r, w, off, b + hl, paylen, false);
-	if (e)
-		return e;
+	return srdma_wire_build(r->txbuf + (size_t)i * NR_PKT_MAX, pkt);
+}
+
+/* Batch slot r->ntx holds headers (@hl bytes) and payload: add the pad
+ * and the ICRC over exactly what is sent, and queue it. */
+static void tx_finish(struct srdma_netreq *r, uint32_t hl, uint32_t paylen,
+		      uint32_t psn, const struct srdma_wire_path *path)
+{
+	uint8_t *b = r->txbuf + (size_t)r->ntx * NR_PKT_MAX;
+	uint32_t pad = srdma_wire_pad(paylen), len = hl + paylen + pad;
+	struct iovec iov = { b, len };
+
 	memset(b + hl + paylen, 0, pad);
-	len = hl + paylen + pad;
-	iov.iov_base = b;
-	iov.iov_len = len;
 	srdma_wire_put_icrc(b + len, srdma_wire_icrc(path, &iov, 1));
 	r->txlen[r->ntx] = len + SRDMA_ICRC_BYTES;
 	r->txpath[r->ntx] = path;
 	r->ntx++;
 	if (r->qp->type != IBV_QPT_UD && r->hi_valid &&
-	    srdma_psn_cmp(pkt->psn, r->hi_psn) < 0)
+	    srdma_psn_cmp(psn, r->hi_psn) < 0)
 		count(&r->nq->st->retransmits, 1);
+}
+
+/* One packet without payload (READ request, atomic) into the batch. */
+static int nr_tx_pkt(struct srdma_netreq *r, struct srdma_pkt *pkt,
+		     const struct srdma_wire_path *path)
+{
+	uint32_t hl;
+
+	if (r->ntx == NR_BATCH)
+		nr_tx_flush(r);
+	hl = tx_hdr(r, r->ntx, pkt, 0);
+	if (!hl)
+		return -EINVAL;
+	tx_finish(r, hl, 0, pkt->psn, path);
 	return 0;
 }
 
@@ -577,47 +623,77 @@ static bool want_ack(struct srdma_netreq *r, bool last)
 	return false;
 }
 
-/* Send the next packet of data WQE @w. Return 0 or -errno (gather). */
-static int send_data_pkt(struct srdma_netreq *r, struct nr_wqe *w)
+/*
+ * Send up to @max next packets of data WQE @w (SEND, WRITE, UD SEND):
+ * headers into consecutive batch slots, then the payload of all of them
+ * gathered with one key-checked copy, then pad and ICRC each.
+ * Return: 0 or -errno (gather failed: nothing queued).
+ */
+static int send_data_pkts(struct srdma_netreq *r, struct nr_wqe *w,
+			  uint32_t max)
 {
 	struct srdma_net_qp *nq = r->nq;
-	struct srdma_pkt pkt = { 0 };
-	uint32_t k = w->next_pkt, mtu = nr_mtu(r);
-	uint64_t off = (uint64_t)k * mtu;
-	uint32_t paylen = (uint32_t)(w->len - off < mtu ? w->len - off : mtu);
-	bool last = k + 1 == w->npkts;
 	const struct srdma_wire_path *path = &nq->path;
+	struct iovec liov[NR_BATCH];
+	uint32_t hl[NR_BATCH], plen[NR_BATCH], psn[NR_BATCH];
+	uint32_t mtu = nr_mtu(r), n, i, k;
+	uint64_t off0, total = 0;
 	int e;
 
-	if (!w->len)
-		paylen = 0;
-	pkt.opcode = tr_bits(r) | data_opcode(w, k);
-	pkt.psn = (w->first_psn + k) & NR_PSN_MASK;
-	pkt.dqpn = nq->dqpn;
-	pkt.hdrs = srdma_wire_hdrs(pkt.opcode);
-	if (pkt.hdrs & SRDMA_HDR_RETH) {
-		pkt.va = w->remote_addr;
-		pkt.rkey = w->rkey;
-		pkt.dma_len = (uint32_t)w->len;
+	if (r->ntx == NR_BATCH)
+		nr_tx_flush(r);
+	n = w->npkts - w->next_pkt;
+	if (n > max)
+		n = max;
+	if (n > NR_BATCH - r->ntx)
+		n = NR_BATCH - r->ntx;
+	off0 = (uint64_t)w->next_pkt * mtu;
+	for (i = 0; i < n; i++) {
+		struct srdma_pkt pkt = { 0 };
+		bool last;
+
+		k = w->next_pkt + i;
+		last = k + 1 == w->npkts;
+		plen[i] = (uint32_t)(w->len - (uint64_t)k * mtu < mtu ?
+					     w->len - (uint64_t)k * mtu :
+					     mtu);
+		pkt.opcode = tr_bits(r) | data_opcode(w, k);
+		pkt.psn = psn[i] = (w->first_psn + k) & NR_PSN_MASK;
+		pkt.dqpn = nq->dqpn;
+		pkt.hdrs = srdma_wire_hdrs(pkt.opcode);
+		if (pkt.hdrs & SRDMA_HDR_RETH) {
+			pkt.va = w->remote_addr;
+			pkt.rkey = w->rkey;
+			pkt.dma_len = (uint32_t)w->len;
+		}
+		if (pkt.hdrs & SRDMA_HDR_IMMDT)
+			pkt.imm = w->imm;
+		if (pkt.hdrs & SRDMA_HDR_IETH)
+			pkt.inv_rkey = w->imm;
+		if (pkt.hdrs & SRDMA_HDR_DETH) {
+			pkt.qkey = w->ud_qkey;
+			pkt.src_qp = qpn(r);
+			pkt.dqpn = w->ud_qpn;
+			path = &w->ud_path;
+		}
+		if (last && (w->send_flags & IBV_SEND_SOLICITED) &&
+		    w->opcode != IBV_WR_RDMA_WRITE)
+			pkt.se = true;
+		pkt.ackreq = want_ack(r, last);
+		hl[i] = tx_hdr(r, r->ntx + i, &pkt, plen[i]);
+		if (!hl[i])
+			return -EINVAL;
+		liov[i].iov_base = r->txbuf + (size_t)(r->ntx + i) * NR_PKT_MAX +
+				   hl[i];
+		liov[i].iov_len = plen[i];
+		total += plen[i];
 	}
-	if (pkt.hdrs & SRDMA_HDR_IMMDT)
-		pkt.imm = w->imm;
-	if (pkt.hdrs & SRDMA_HDR_IETH)
-		pkt.inv_rkey = w->imm;
-	if (pkt.hdrs & SRDMA_HDR_DETH) {
-		pkt.qkey = w->ud_qkey;
-		pkt.src_qp = qpn(r);
-		pkt.dqpn = w->ud_qpn;
-		path = &w->ud_path;
-	}
-	if (last && (w->send_flags & IBV_SEND_SOLICITED) &&
-	    w->opcode != IBV_WR_RDMA_WRITE)
-		pkt.se = true;
-	pkt.ackreq = want_ack(r, last);
-	e = nr_tx_pkt(r, w, &pkt, path, off, paylen);
+	e = sge_copyv(r, w, off0, liov, n, total, false);
 	if (e)
 		return e;
-	w->next_pkt++;
+	for (i = 0; i < n; i++)
+		tx_finish(r, hl[i], plen[i], psn[i], path);
+	w->next_pkt += n;
 	return 0;
 }
 
@@ -637,7 +713,7 @@ static int send_read_req(struct srdma_netreq *r, struct nr_wqe *w)
 	pkt.dma_len = (uint32_t)(w->len - w->rd_done);
 	pkt.ackreq = want_ack(r, true);
 	w->rd_req_psn = pkt.psn;
-	return nr_tx_pkt(r, w, &pkt, &nq->path, 0, 0);
+	return nr_tx_pkt(r, &pkt, &nq->path);
 }
 
 static int send_atomic(struct srdma_netreq *r, struct nr_wqe *w)
@@ -660,7 +736,7 @@ static int send_atomic(struct srdma_netreq *r, struct nr_wqe *w)
 		pkt.swap_add = w->compare_add;
 	}
 	pkt.ackreq = want_ack(r, true);
-	return nr_tx_pkt(r, w, &pkt, &nq->path, 0, 0);
+	return nr_tx_pkt(r, &pkt, &nq->path);
 }
 
 /* Run local operation @w (LOCAL_INV, BIND_MW) when the sender reaches it. */
@@ -758,7 +834,11 @@ static void nr_send(struct srdma_netreq *r, uint64_t now)
 			w->done = true;
 			r->cur++;
 		} else {
-			e = send_data_pkt(r, w);
+			uint32_t room = rc ? NR_WINDOW - psn_dist(r->psn,
+								  r->comp_psn) :
+					     NR_BATCH;
+
+			e = send_data_pkts(r, w, room);
 			if (!e) {
 				r->psn = (w->first_psn + w->next_pkt) &
 					 NR_PSN_MASK;
@@ -831,7 +911,7 @@ static void retry(struct srdma_netreq *r, uint64_t now, const char *why)
 		  qpn(r), why, r->comp_psn, r->retry_left);
 	r->started_retry = true;
 	rewind_to_comp(r);
-	r->rto_ns = 0;
+	r->rto_due = 0;
 	nr_send(r, now);
 	arm_rto(r, now, true);
 	publish_deadline(r);
@@ -941,7 +1021,7 @@ static void rnr(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 	srdma_dbg("QP %#x: RNR NAK at PSN %#x, retry in %llu ns", qpn(r),
 		  pkt->psn, (unsigned long long)wait);
 	r->rnr_ns = now + wait;
-	r->rto_ns = 0;
+	r->rto_due = 0;
 	publish_deadline(r);
 }
 
@@ -980,7 +1060,7 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 	/* Complete what the response implicitly acknowledges. */
 	for (;;) {
 		complete_ready(r);
-		if (r->err || r->head == r->cur) {
+		if (r->err || r->head == r->tail) {
 			drop(r, SRDMA_DROP_OTHER, "no WQE for the response");
 			return;
 		}
@@ -1081,7 +1161,7 @@ void srdma_netreq_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 {
 	struct srdma_qp *qp = nq->qp;
 	struct srdma_netreq *r;
-	uint64_t now = srdma_now_ns();
+	uint64_t now = srdma_net_now_ns();
 
 	pthread_mutex_lock(&qp->sq_lock);
 	r = nq->req;
@@ -1135,10 +1215,15 @@ uint64_t srdma_netreq_timer(struct srdma_net_qp *nq, uint64_t now)
 	}
 	if (r->rto_ns && now >= r->rto_ns) {
 		r->rto_ns = 0;
-		if (outstanding(r)) {
+		if (r->rto_due && now < r->rto_due) {
+			r->rto_ns = r->rto_due;	/* restarted since */
+		} else if (r->rto_due && outstanding(r)) {
+			r->rto_due = 0;
 			count(&nq->st->timeouts, 1);
 			r->started_retry = false;
 			retry(r, now, "retransmit timer expired");
+		} else {
+			r->rto_due = 0;
 		}
 	}
 	publish_deadline(r);
@@ -1189,8 +1274,7 @@ static int ud_path(struct srdma_netreq *r, const struct srdma_swqe *sw,
 	memset(p, 0, sizeof(*p));
 	memcpy(p->sip, t->e[sw->ud_ah.grh.sgid_index].gid.raw, 16);
 	memcpy(p->dip, sw->ud_ah.grh.dgid.raw, 16);
-	/* As the RC path (qp_net.c): the endpoint's port. */
-	p->sport = SRDMA_ROCE_PORT;
+	p->sport = SRDMA_NET_SPORT;	/* the endpoint's (net.h) */
 	p->dport = SRDMA_ROCE_PORT;
 	return 0;
 }
@@ -1268,7 +1352,7 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *sw)
 		flush_all(r);
 		return 0;
 	}
-	nr_send(r, srdma_now_ns());
+	nr_send(r, srdma_net_now_ns());
 	return 0;
 }
 
@@ -1316,7 +1400,7 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn)
 	r->retry_left = r->rnr_left = -1;
 	r->started_retry = false;
 	r->err = false;
-	r->rto_ns = r->rnr_ns = 0;
+	r->rto_ns = r->rto_due = r->rnr_ns = 0;
 	r->ntx = 0;
 	atomic_store_explicit(&nq->deadline_ns, 0, memory_order_relaxed);
 }

@@ -20,12 +20,22 @@
  * past @len; it is the first code that sees hostile input and is the
  * fuzz target's subject (tests/fuzz/fuzz_wire.c).
  *
- * Pure functions over immutable tables: callable from any thread.
+ * The receiver's ICRC verdict (srdma_wire_icrc_verify) also lives here,
+ * with SRDMA_NET_ICRC: lenient (default) accepts an IPv4 trailer that is
+ * right for some IP identification and DF flag, as peers other than
+ * softrdma pick their own (icrc.c srdma_icrc_ipv4_explain); strict only
+ * identification 0 with DF; off checks nothing.
+ *
+ * Pure functions over immutable tables (the mode is read once): callable
+ * from any thread.
  */
 #include <endian.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "transport/net/wire.h"
+#include "util/log.h"
 
 /* The longest payload any path MTU allows (IBV_MTU_4096). */
 #define MAX_PAYLOAD 4096
@@ -427,18 +437,66 @@ void srdma_wire_put_icrc(uint8_t *p, uint32_t icrc)
 bool srdma_wire_icrc_check(const struct srdma_wire_path *path,
 			   const uint8_t *buf, size_t len)
 {
+	return srdma_wire_icrc_verify(path, buf, len, SRDMA_ICRC_STRICT) ==
+	       SRDMA_ICRC_OK;
+}
+
+static enum srdma_icrc_mode icrc_mode; /* immutable after mode_once */
+static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
+
+static void icrc_mode_init(void)
+{
+	const char *s = getenv("SRDMA_NET_ICRC");
+
+	icrc_mode = SRDMA_ICRC_LENIENT;
+	if (!s || !*s || !strcmp(s, "lenient"))
+		return;
+	if (!strcmp(s, "strict"))
+		icrc_mode = SRDMA_ICRC_STRICT;
+	else if (!strcmp(s, "off"))
+		icrc_mode = SRDMA_ICRC_OFF;
+	else
+		srdma_warn("SRDMA_NET_ICRC=%s: not lenient, strict or off; "
+			   "lenient",
+			   s);
+}
+
+enum srdma_icrc_mode srdma_wire_icrc_mode(void)
+{
+	pthread_once(&mode_once, icrc_mode_init);
+	return icrc_mode;
+}
+
+enum srdma_icrc_verdict
+srdma_wire_icrc_verify(const struct srdma_wire_path *path, const uint8_t *buf,
+		       size_t len, enum srdma_icrc_mode mode)
+{
 	struct iovec iov;
 	const uint8_t *t;
-	uint32_t got;
+	uint32_t got, want;
+	uint16_t id;
+	bool df;
 
 	if (len < SRDMA_BTH_BYTES + SRDMA_ICRC_BYTES)
-		return false;
+		return SRDMA_ICRC_BAD;
+	if (mode == SRDMA_ICRC_OFF)
+		return SRDMA_ICRC_UNCHECKED;
 	iov.iov_base = (void *)buf;
 	iov.iov_len = len - SRDMA_ICRC_BYTES;
 	t = buf + iov.iov_len;
 	got = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
 	      (uint32_t)t[3] << 24;
-	return srdma_wire_icrc(path, &iov, 1) == got;
+	want = srdma_wire_icrc(path, &iov, 1);
+	if (got == want)
+		return SRDMA_ICRC_OK;
+	if (mode != SRDMA_ICRC_LENIENT || !srdma_gid_is_v4(path->sip))
+		return SRDMA_ICRC_BAD;
+	/* After IPv4 byte 6: 13 more bytes of IP, UDP, BTH through pad. */
+	if (!srdma_icrc_ipv4_explain(got, want,
+				     13 + SRDMA_UDP_HDR_BYTES + iov.iov_len,
+				     &id, &df))
+		return SRDMA_ICRC_BAD;
+	return SRDMA_ICRC_OK_ID;
 }
 
 uint16_t srdma_wire_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn)

@@ -257,6 +257,43 @@ void srdma_wire_put_icrc(uint8_t *p, uint32_t icrc);
 bool srdma_wire_icrc_check(const struct srdma_wire_path *path,
 			   const uint8_t *buf, size_t len);
 
+/*
+ * How a receiver judges ICRCs: SRDMA_NET_ICRC (docs/design/net-wire.md).
+ * A UDP socket never shows a datagram's IPv4 identification and flags,
+ * which the ICRC covers: softrdma sends identification 0 with DF, rxe a
+ * hashed identification, NICs their own.
+ */
+enum srdma_icrc_mode {
+	SRDMA_ICRC_LENIENT = 0,	/* default: IPv4 right for some
+				 * identification and DF (2^-15 of
+				 * corruptions slip through); IPv6 exact */
+	SRDMA_ICRC_STRICT,	/* IPv4 right with identification 0 and
+				 * DF only (softrdma peers only) */
+	SRDMA_ICRC_OFF,		/* not checked at all */
+};
+
+/* SRDMA_NET_ICRC=lenient|strict|off, read once (unknown: lenient, with a
+ * warning). Context: any thread. */
+enum srdma_icrc_mode srdma_wire_icrc_mode(void);
+
+enum srdma_icrc_verdict {
+	SRDMA_ICRC_BAD = 0,	/* drop (SRDMA_DROP_ICRC) */
+	SRDMA_ICRC_OK,		/* right as softrdma sends */
+	SRDMA_ICRC_OK_ID,	/* IPv4, right with another identification
+				 * or DF (lenient): count it */
+	SRDMA_ICRC_UNCHECKED,	/* mode off */
+};
+
+/**
+ * srdma_wire_icrc_verify() - srdma_wire_icrc_check() under @mode: the
+ * receiver's verdict on the ICRC of the @len-byte UDP payload @buf that
+ * arrived on @path. A datagram shorter than BTH + ICRC is BAD in every
+ * mode. Context: any thread.
+ */
+enum srdma_icrc_verdict srdma_wire_icrc_verify(const struct srdma_wire_path *path,
+					       const uint8_t *buf, size_t len,
+					       enum srdma_icrc_mode mode);
+
 /* UDP source port for a QP pair, as Linux derives it from the flow label
  * (rdma_get_udp_sport): symmetric in the two QPNs when @flow_label is 0. */
 uint16_t srdma_wire_udp_sport(uint32_t flow_label, uint32_t lqpn,
