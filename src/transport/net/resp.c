@@ -181,6 +181,14 @@ static void drop(struct srdma_netresp *r, const struct srdma_pkt *pkt,
 	srdma_net_drop(r->nq->ctx, r->nq, d, why);
 }
 
+/* ePSN moves: `srdma status` shows it (nq->st->rq_psn). */
+static void set_epsn(struct srdma_netresp *r, uint32_t psn)
+{
+	r->epsn = psn & 0xffffff;
+	atomic_store_explicit(&r->nq->st->rq_psn, r->epsn,
+			      memory_order_relaxed);
+}
+
 /* ---- sending ------------------------------------------------------------- */
 
 static void tx_flush(struct srdma_netresp *r);
@@ -738,7 +746,7 @@ static enum verdict do_read(struct srdma_netresp *r, struct srdma_target *t,
 	if (v != V_OK)
 		s->type = RES_NONE;
 	/* The responses used the request's PSNs up to last_psn. */
-	r->epsn = srdma_psn_add(s->last_psn, 1);
+	set_epsn(r, srdma_psn_add(s->last_psn, 1));
 	return v;
 }
 
@@ -776,7 +784,7 @@ static enum verdict do_atomic(struct srdma_netresp *r, struct srdma_target *t,
 	s->orig = orig;
 	r->msn = (r->msn + 1) & 0xffffff;
 	send_atomic_ack(r, pkt->psn, orig);
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
 	return V_OK;
 }
 
@@ -909,7 +917,7 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	default:
 		goto fail;
 	}
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
 	r->ack_psn = r->epsn;
 	if (hdrs & SRDMA_HDR_LAST)
 		r->msn = (r->msn + 1) & 0xffffff;
@@ -952,7 +960,7 @@ static void uc_input(struct srdma_netresp *r, struct srdma_target *t,
 		if (!(hdrs & SRDMA_HDR_FIRST)) {
 			uc_abandon(r);
 			r->uc_drop = true;
-			r->epsn = srdma_psn_add(pkt->psn, 1);
+			set_epsn(r, srdma_psn_add(pkt->psn, 1));
 			drop(r, pkt, SRDMA_DROP_PSN,
 			     "UC: dropping to the next FIRST/ONLY");
 			return;
@@ -960,7 +968,7 @@ static void uc_input(struct srdma_netresp *r, struct srdma_target *t,
 		r->uc_drop = false;
 		uc_abandon(r);
 	}
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
 	if ((hdrs & SRDMA_HDR_FIRST) && r->cur != MSG_NONE)
 		uc_abandon(r);		/* its LAST never came */
 	if (!seq_ok(r, op, hdrs) || !length_ok(pkt, hdrs, r->nq->mtu)) {
@@ -1205,7 +1213,7 @@ void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 	}
 	memset(r, 0, offsetof(struct srdma_netresp, slots));
 	r->nq = nq;
-	r->epsn = rq_psn & 0xffffff;
+	set_epsn(r, rq_psn);
 	r->ack_psn = r->epsn;
 	/*
 	 * The ring holds as many resources as any QP may have outstanding
