@@ -170,14 +170,12 @@ endforeach()
 
 # Hostile datagrams to a server's port 4791 while ibv_rc_pingpong -c runs
 # (net_flood.sh): the transfer completes, drops are counted by cause.
-list(APPEND SRDMA_NET_WAITING net.flood)
 add_test(NAME net.flood
 	COMMAND bash ${SRDMA_NET_DIR}/net_flood.sh $<TARGET_FILE:srdma>)
 srdma_net_props(net.flood 150)
 
 # Several processes of one host on port 4791 (net_multi.sh): 3 pairs of
 # ibv_rc_pingpong -c at once, a 4th pair SIGKILLed mid-run.
-list(APPEND SRDMA_NET_WAITING net.multi)
 add_test(NAME net.multi
 	COMMAND bash ${SRDMA_NET_DIR}/net_multi.sh $<TARGET_FILE:srdma> 3)
 srdma_net_props(net.multi 200)
