@@ -6,8 +6,10 @@
 #
 # Usage: gid_index.sh SRDMA_EXE ADDR [DEVICE]
 #   SRDMA_EXE  build/bin/srdma (ibv_devinfo runs through `srdma run`)
-#   ADDR       an IPv4 address (its GID is the IPv4-mapped ::ffff:ADDR) or
-#              an IPv6 address, e.g. `hosts.sh addr 1`
+#   ADDR       an IPv4 address (its GID is the IPv4-mapped ::ffff:ADDR),
+#              an IPv6 address, e.g. `hosts.sh addr 1`, or "link-local":
+#              the first fe80::/64 entry (rxe's and our index 0, the GID
+#              `ibv_rc_pingpong -g 0` uses)
 #   DEVICE     default srdma0 (port 1)
 # Run it in the host whose table is wanted: hosts.sh run I -- gid_index.sh
 # ... (the table is built from that namespace's interfaces).
@@ -37,8 +39,9 @@ table=$(echo "$out" | sed -n \
 	's/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*\([^,]*\),*[[:space:]]*\(.*\)$/\1 \2 \3/p')
 idx=$(echo "$table" | python3 -c '
 import ipaddress, sys
-want = ipaddress.ip_address(sys.argv[1])
-if want.version == 4:
+ll = sys.argv[1] == "link-local"
+want = None if ll else ipaddress.ip_address(sys.argv[1])
+if want is not None and want.version == 4:
     want = ipaddress.IPv6Address("::ffff:" + str(want))
 for line in sys.stdin:
     f = line.split(None, 2)
@@ -48,7 +51,7 @@ for line in sys.stdin:
         gid = ipaddress.IPv6Address(f[1])
     except ValueError:
         continue
-    if gid == want:
+    if gid == want or (ll and gid.is_link_local):
         print(f[0])
         break
 ' "$addr")

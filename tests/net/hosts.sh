@@ -180,7 +180,16 @@ remove()
 }
 
 # gc: remove every set whose owner is gone (or is another process now).
+# One gc at a time (flock), so two never remove the same set together.
 gc()
+{
+	(
+		flock 9 || exit 0
+		gc_locked
+	) 9>>"$(state_root '')lock"
+}
+
+gc_locked()
 {
 	local d t owner owner_start
 
@@ -196,8 +205,9 @@ gc()
 		else
 			continue
 		fi
-		[ -n "$owner" ] && [ "$(start_time "$owner")" = "$owner_start" ] &&
-			continue
+		# No owner recorded: a set being made or removed right now.
+		[ -n "$owner" ] && [ -n "$owner_start" ] || continue
+		[ "$(start_time "$owner")" = "$owner_start" ] && continue
 		remove "$t"
 	done
 }
@@ -278,19 +288,21 @@ up()
 	root=$(state_root "$tag")
 	x=$(subnet_of "$tag")
 	(umask 077 && mkdir "$root") || die "cannot create $root"
-	echo "$owner $(start_time "$owner")" >"$root/.making"
+	echo "$owner $(start_time "$owner")" >"$root/.making.tmp" &&
+		mv "$root/.making.tmp" "$root/.making"
 	trap 'remove "$tag"; exit 1' INT TERM HUP
 	if ! make_hosts "$n" "$root" "$x"; then
 		remove "$tag"
 		die "tag $tag: could not make $n hosts"
 	fi
+	# Written whole, then renamed: gc never reads half a state.
 	{
 		echo "n=$n"
 		echo "x=$x"
 		echo "mtu=$mtu"
 		echo "owner=$owner"
 		echo "owner_start=$(start_time "$owner")"
-	} >"$root/hosts"
+	} >"$root/hosts.tmp" && mv "$root/hosts.tmp" "$root/hosts"
 	rm -f "$root/.making"
 	trap - INT TERM HUP
 }

@@ -38,6 +38,7 @@ set(SRDMA_NET_WAITING
 	net.ib_atomic_lat net.ib_atomic_lat_events
 	net.ib_send_bw_ud net.ib_send_bw_ud_events
 	net.ib_send_lat_ud net.ib_send_lat_ud_events
+	net.rc_pingpong_ipv6 net.rc_pingpong_linklocal net.ib_send_bw_ud_ipv6
 	net.rc_pingpong_jumbo net.ib_write_bw_jumbo net.ib_read_bw_jumbo
 	net.fault_loss1.rc_pingpong net.fault_loss1.ib_write_bw
 	net.fault_loss1.ib_read_bw net.fault_loss1.ib_send_bw
@@ -66,14 +67,21 @@ endfunction()
 add_test(NAME net.hosts COMMAND bash ${SRDMA_NET_DIR}/test_hosts.sh)
 srdma_net_props(net.hosts 60)
 
-# srdma_net_pair(NAME KIND [MTU M] [FAULT SPEC] [TIMEOUT SECS]
-#                PROGRAM ARGS...) registers NAME: net_pair.sh runs PROGRAM
+# srdma_net_pair(NAME KIND [IPV6] [LINK_LOCAL] [MTU M] [FAULT SPEC]
+#                [TIMEOUT SECS] PROGRAM ARGS...) registers NAME: net_pair.sh runs PROGRAM
 # ARGS as server in host 1 and client in host 2. SECS is net_pair.sh's
 # budget (default 60); CTest's timeout is 20 s more. Fault runs use a
 # fixed seed, so they repeat exactly.
 function(srdma_net_pair name kind)
-	cmake_parse_arguments(PARSE_ARGV 2 arg "" "MTU;FAULT;TIMEOUT" "")
+	cmake_parse_arguments(PARSE_ARGV 2 arg "IPV6;LINK_LOCAL"
+		"MTU;FAULT;TIMEOUT" "")
 	set(opts)
+	if(arg_IPV6)
+		list(APPEND opts --ipv6)
+	endif()
+	if(arg_LINK_LOCAL)
+		list(APPEND opts --link-local)
+	endif()
 	if(arg_MTU)
 		list(APPEND opts --mtu ${arg_MTU})
 	endif()
@@ -120,6 +128,15 @@ foreach(ev "" _events)
 		ib_send_lat -d srdma0 -c UD -n 500 ${e})
 endforeach()
 
+# RoCEv2 over IPv6: the hosts' fd53:: GIDs, and their link-local fe80::
+# GIDs (index 0, what `ibv_rc_pingpong -g 0` uses on rxe).
+srdma_net_pair(net.rc_pingpong_ipv6 pingpong IPV6
+	ibv_rc_pingpong -n 200 -c)
+srdma_net_pair(net.rc_pingpong_linklocal pingpong LINK_LOCAL
+	ibv_rc_pingpong -n 200 -c)
+srdma_net_pair(net.ib_send_bw_ud_ipv6 bw IPV6
+	ib_send_bw -d srdma0 -c UD -n 1000)
+
 # Jumbo frames: MTU 9000, path MTU 4096.
 srdma_net_pair(net.rc_pingpong_jumbo pingpong MTU 9000
 	ibv_rc_pingpong -n 200 -s 65536 -m 4096 -c)
@@ -139,10 +156,13 @@ foreach(f "loss1|loss=1%" "loss10|loss=10%" "dupreorder|dup=1%,reorder=1%")
 	list(GET f 1 spec)
 	srdma_net_pair(net.fault_${tag}.rc_pingpong pingpong FAULT ${spec}
 		TIMEOUT 100 ibv_rc_pingpong -n 100 -c)
-	foreach(t write read send atomic)
+	foreach(t write read send)
 		srdma_net_pair(net.fault_${tag}.ib_${t}_bw bw FAULT ${spec}
 			TIMEOUT 100 ib_${t}_bw -d srdma0 -n 200 -s 16384)
 	endforeach()
+	# An atomic's size is fixed (8 B): "Message size cannot be changed".
+	srdma_net_pair(net.fault_${tag}.ib_atomic_bw bw FAULT ${spec}
+		TIMEOUT 100 ib_atomic_bw -d srdma0 -n 1000)
 endforeach()
 
 # SIGKILL of either side of ib_write_bw / ib_send_bw (net_kill.sh).

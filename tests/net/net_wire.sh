@@ -18,7 +18,8 @@
 #   over IPv6 (its GID index is host 1's fd53:... entry): RoCEv2 over both
 #   IP versions.
 # Capture 2, on host 1's loopback, with FUNC_TEST_DP_RC given: the
-#   functional data-path test under SRDMA_TRANSPORT=net in one host, whose
+#   functional data-path test under SRDMA_TRANSPORT=net in one host (at
+#   most 90 s), whose
 #   contexts talk to each other over the wire: every opcode (SEND and
 #   WRITE with immediate, SEND with invalidate, both atomics), NAKs and
 #   error paths.
@@ -168,7 +169,8 @@ fi
 if [ -n "$func_dp" ]; then
 	cap2=$work/lo.pcap
 	if capture_start lo "$cap2"; then
-		out=$("$H" run 1 -- env SRDMA_TRANSPORT=net "$func_dp" 2>&1) ||
+		out=$(timeout -s KILL 90 "$H" run 1 -- env SRDMA_TRANSPORT=net \
+			"$func_dp" 2>&1) ||
 			{ echo "$out" | tail -40; fail "$func_dp failed over the wire"; }
 		capture_stop
 		check "$cap2" "capture on the loopback ($(basename "$func_dp"))" 1

@@ -466,7 +466,7 @@ static void test_psn_gap(void **state)
  * acknowledged PSN. */
 static void test_dup_send(void **state)
 {
-	struct fx *f = fx_new(IBV_QPT_RC, 0, 10);
+	struct fx *f = fx_new(IBV_QPT_RC, IBV_ACCESS_REMOTE_READ, 10);
 	struct srdma_pkt p;
 	struct ibv_wc wc;
 
@@ -488,12 +488,21 @@ static void test_dup_send(void **state)
 	assert_int_equal(cq_poll(f, &wc, 1), 1);
 	assert_int_equal(cq_poll(f, &wc, 1), 1);
 	assert_int_equal(cq_poll(f, &wc, 1), 0);
+	/* After a READ (PSN 12), a duplicate SEND is still ACKed with 11:
+	 * an ACK at 12 would tell the requester the READ is done. */
+	p = req(f, SRDMA_OP_READ_REQ, 12);
+	inject(f, &p, NULL, 0);
+	assert_int_equal(ntx, 4);
+	assert_int_equal(tx[3].p.opcode, SRDMA_OP_READ_RESP_ONLY);
+	p = req(f, SRDMA_OP_SEND_ONLY, 11);
+	inject(f, &p, "two", 3);
+	check_ack(4, SRDMA_AETH_ACK, 11);
 	fx_free(f);
 }
 
 /* A READ answered in MTU packets; its duplicate from the second PSN is a
- * subset and is replayed from there; one that is not a subset is
- * dropped. */
+ * subset and is answered from there, as a READ of its own range (FIRST,
+ * LAST); one that is not a subset is dropped. */
 static void test_read_replay(void **state)
 {
 	struct fx *f = fx_new(IBV_QPT_RC, IBV_ACCESS_REMOTE_READ, 200);
@@ -529,7 +538,7 @@ static void test_read_replay(void **state)
 	p.dma_len = 2500 - MTU;
 	inject(f, &p, NULL, 0);
 	assert_int_equal(ntx, 5);
-	assert_int_equal(tx[3].p.opcode, SRDMA_OP_READ_RESP_MIDDLE);
+	assert_int_equal(tx[3].p.opcode, SRDMA_OP_READ_RESP_FIRST);
 	assert_int_equal(tx[3].p.psn, 201);
 	assert_int_equal(tx[3].p.payload[0], f->buf[MTU]);
 	assert_int_equal(tx[4].p.opcode, SRDMA_OP_READ_RESP_LAST);

@@ -312,9 +312,18 @@ static void deliver(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 		ep_drop(ep, NULL, d, "malformed", from);
 		return;
 	}
-	if (!srdma_wire_icrc_check(from, buf, len)) {
+	/* SRDMA_NET_ICRC (net-wire.md): IPv4 from peers with their own IP
+	 * identification (rxe, NICs) is accepted in lenient mode, counted. */
+	switch (srdma_wire_icrc_verify(from, buf, len,
+				       srdma_wire_icrc_mode())) {
+	case SRDMA_ICRC_BAD:
 		ep_drop(ep, NULL, SRDMA_DROP_ICRC, "bad ICRC", from);
 		return;
+	case SRDMA_ICRC_OK_ID:
+		cnt(&ep->st.icrc_other_id, 1);
+		break;
+	default:
+		break;
 	}
 	if ((pkt.pkey & 0x7fff) != 0x7fff) {
 		ep_drop(ep, NULL, SRDMA_DROP_PKEY, "P_Key not the default",

@@ -185,6 +185,9 @@ struct srdma_net_ep_stats {
 	_Atomic uint64_t wakeups;	/* progress thread wake-ups */
 	_Atomic uint64_t inline_rx;	/* received by srdma_net_progress */
 	_Atomic uint64_t drops[SRDMA_DROP_MAX]; /* every drop, by cause */
+	/* IPv4 ICRCs right only for another IP identification or DF
+	 * (SRDMA_NET_ICRC=lenient; wire.h srdma_wire_icrc_verify) */
+	_Atomic uint64_t icrc_other_id;
 };
 
 /* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
