@@ -60,7 +60,7 @@ void srdma_engine_cq_progress(struct srdma_cq *cq);
 
 /**
  * srdma_engine_cq_idle() - a poll found @cq empty: receive what the net
- * transport has queued for the context ourselves (srdma_net_poll: a
+ * transport has queued for the context ourselves (srdma_net_progress: a
  * bounded, non-blocking drain of the endpoint's sockets, unless the
  * context has no endpoint or SRDMA_NET_INLINE=0), rather than wait for
  * its progress thread to be woken and scheduled.

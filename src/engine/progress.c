@@ -82,7 +82,7 @@ void srdma_engine_cq_progress(struct srdma_cq *cq)
 
 int srdma_engine_cq_idle(struct srdma_cq *cq)
 {
-	return srdma_net_poll(cq->ctx);
+	return srdma_net_progress(cq->ctx, 16);
 }
 
 static void *progress_thread(void *arg)
