@@ -881,9 +881,28 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 
 /* ---- sending ---------------------------------------------------------------- */
 
+/*
+ * The interface a link-local destination is reached through: that of our
+ * GID the packet leaves from (a fe80:: address means nothing without a
+ * scope; sendmsg refuses it with EINVAL). 0 for any other destination.
+ */
+static uint32_t link_scope(const struct srdma_net_ctx *ep,
+			   const struct srdma_wire_path *p)
+{
+	const struct srdma_gid_table *t = &ep->ctx->gids;
+	uint32_t i;
+
+	if (p->dip[0] != 0xfe || (p->dip[1] & 0xc0) != 0x80)
+		return 0;
+	for (i = 0; i < t->n; i++)
+		if (!memcmp(t->e[i].gid.raw, p->sip, 16))
+			return t->e[i].ifindex;
+	return 0;
+}
+
 static void fill_msg(struct msghdr *mh, struct sockaddr_in6 *to, void *cbuf,
 		     size_t clen, const struct srdma_wire_path *p,
-		     const struct iovec *iov, int n)
+		     const struct iovec *iov, int n, uint32_t scope)
 {
 	struct in6_pktinfo pi;
 	struct cmsghdr *c;
@@ -891,6 +910,7 @@ static void fill_msg(struct msghdr *mh, struct sockaddr_in6 *to, void *cbuf,
 	memset(to, 0, sizeof(*to));
 	to->sin6_family = AF_INET6;
 	to->sin6_port = htons(p->dport);
+	to->sin6_scope_id = scope;
 	memcpy(&to->sin6_addr, p->dip, 16);
 	memset(mh, 0, sizeof(*mh));
 	mh->msg_name = to;
@@ -905,6 +925,7 @@ static void fill_msg(struct msghdr *mh, struct sockaddr_in6 *to, void *cbuf,
 	c->cmsg_len = CMSG_LEN(sizeof(pi));
 	memset(&pi, 0, sizeof(pi));
 	memcpy(&pi.ipi6_addr, p->sip, 16);
+	pi.ipi6_ifindex = scope;
 	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
 }
 
@@ -941,7 +962,8 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 				break;
 			}
 			fill_msg(&mm[i].msg_hdr, &to[i], cb[i].buf,
-				 sizeof(cb[i].buf), x->path, x->iov, x->n);
+				 sizeof(cb[i].buf), x->path, x->iov, x->n,
+				 link_scope(ep, x->path));
 		}
 		if (!k)
 			return done ? done : -EINVAL;
