@@ -38,7 +38,7 @@ set(SRDMA_NET_WAITING
 	net.ib_atomic_lat net.ib_atomic_lat_events
 	net.ib_send_bw_ud net.ib_send_bw_ud_events
 	net.ib_send_lat_ud net.ib_send_lat_ud_events
-	net.rc_pingpong_ipv6 net.rc_pingpong_linklocal net.ib_send_bw_ud_ipv6
+	net.rc_pingpong_ipv6 net.ib_send_bw_ud_ipv6
 	net.rc_pingpong_jumbo net.ib_write_bw_jumbo net.ib_read_bw_jumbo
 	net.fault_loss1.rc_pingpong net.fault_loss1.ib_write_bw
 	net.fault_loss1.ib_read_bw net.fault_loss1.ib_send_bw
