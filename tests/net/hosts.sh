@@ -25,7 +25,7 @@
 # The tag names one set of hosts, so that concurrent runs (CTest -j) never
 # meet: --tag T, else $SRDMA_NET_TAG, else "p" + the caller's pid ($PPID),
 # which is the same for every hosts.sh call of one calling script. Tags
-# are [A-Za-z0-9_.-], 1 to 32 characters.
+# are [A-Za-z0-9_.-], 1 to 64 characters.
 #
 # What `up` makes, for tag T (x = a number 1..254 derived from T, so that
 # concurrent sets also use different subnets, although they could not
@@ -111,7 +111,7 @@ have_cmd=
 
 check_tag()
 {
-	[[ $tag =~ ^[A-Za-z0-9_.-]{1,32}$ ]] ||
+	[[ $tag =~ ^[A-Za-z0-9_.-]{1,64}$ ]] ||
 		{ echo "$me: bad tag '$tag'" >&2; exit 2; }
 }
 

@@ -18,41 +18,29 @@
 # Included by tests/CMakeLists.txt, which defines srdma_test_env().
 set(SRDMA_NET_DIR ${CMAKE_CURRENT_LIST_DIR})
 
-# Tests that wait for the transport (branches h-wire, h-endpoint, h-req,
-# h-resp, h-gid, h-engine): registered, but DISABLED (CTest lists them as
-# "Not Run") until they pass, so that the default run stays green.
+# Tests that fail because of a known transport bug (each named above its
+# tests): registered, but DISABLED (CTest lists them as "Not Run") until
+# the bug is fixed, so that the default run stays green.
 # -DSRDMA_NET_PENDING=ON runs them anyway. Take a test off this list as
 # soon as it passes; once the list is empty, delete it.
 option(SRDMA_NET_PENDING "run the net tests that wait for the transport" OFF)
 set(SRDMA_NET_WAITING
-	net.rc_pingpong net.rc_pingpong_events
-	net.uc_pingpong net.uc_pingpong_events
-	net.ud_pingpong net.ud_pingpong_events
-	net.srq_pingpong net.srq_pingpong_events
-	net.ib_write_bw net.ib_write_lat
-	net.ib_read_bw net.ib_read_bw_events
-	net.ib_read_lat net.ib_read_lat_events
-	net.ib_send_bw net.ib_send_bw_events
-	net.ib_send_lat net.ib_send_lat_events
-	net.ib_atomic_bw net.ib_atomic_bw_events
-	net.ib_atomic_lat net.ib_atomic_lat_events
-	net.ib_send_bw_ud net.ib_send_bw_ud_events
-	net.ib_send_lat_ud net.ib_send_lat_ud_events
-	net.rc_pingpong_ipv6 net.ib_send_bw_ud_ipv6
-	net.rc_pingpong_jumbo net.ib_write_bw_jumbo net.ib_read_bw_jumbo
-	net.fault_loss1.rc_pingpong net.fault_loss1.ib_write_bw
-	net.fault_loss1.ib_read_bw net.fault_loss1.ib_send_bw
-	net.fault_loss1.ib_atomic_bw
-	net.fault_loss10.rc_pingpong net.fault_loss10.ib_write_bw
-	net.fault_loss10.ib_read_bw net.fault_loss10.ib_send_bw
-	net.fault_loss10.ib_atomic_bw
-	net.fault_dupreorder.rc_pingpong net.fault_dupreorder.ib_write_bw
-	net.fault_dupreorder.ib_read_bw net.fault_dupreorder.ib_send_bw
-	net.fault_dupreorder.ib_atomic_bw
-	net.kill net.wire
-	net.func.test_dp_rc net.func.test_dp_xproc net.func.test_dp_async
-	net.func.test_rnr_many net.func.test_peer_death net.func.test_key_guess
-	net.func.test_dp_async_many)
+	# READ under loss, duplication or reordering: the requester re-issues
+	# a partly answered READ for the rest and expects READ_RESPONSE_FIRST
+	# at the restart PSN; the responder replays MIDDLE/LAST from the
+	# original READ; every retry is dropped ("READ response opcode not the
+	# one expected at its PSN"), forever (retry_cnt 7 counts as infinite).
+	net.fault_loss1.ib_read_bw net.fault_loss10.ib_read_bw
+	# Also without injected faults at MTU 9000, where 1 MiB READs lose
+	# packets in the socket buffers now and then: ib_read_bw -n 200 hangs
+	# about one run in three.
+	net.fault_dupreorder.ib_read_bw net.ib_read_bw_jumbo
+	# Hung once in five runs, both sides silent (not yet understood).
+	net.fault_dupreorder.ib_send_bw
+	# func_test_dp_async sends no packet under SRDMA_TRANSPORT=net;
+	# func_test_dp_rc fails now and then over the wire (responder QP
+	# still RTS when the requester has its REM_ACCESS_ERR; UC WRITE data).
+	net.func.test_dp_async net.func.test_dp_rc net.wire)
 
 # srdma_net_props(TEST TIMEOUT): the properties every net test has.
 function(srdma_net_props test timeout)
@@ -118,14 +106,14 @@ foreach(ev "" _events)
 			continue()	# "Events feature not available on WRITE verb"
 		endif()
 		srdma_net_pair(net.ib_${t}_bw${ev} bw
-			ib_${t}_bw -d srdma0 -n 1000 ${e})
+			ib_${t}_bw -d srdma0 -n 500 ${e})
 		srdma_net_pair(net.ib_${t}_lat${ev} lat
-			ib_${t}_lat -d srdma0 -n 500 ${e})
+			ib_${t}_lat -d srdma0 -n 300 ${e})
 	endforeach()
 	srdma_net_pair(net.ib_send_bw_ud${ev} bw
-		ib_send_bw -d srdma0 -c UD -n 1000 ${e})
+		ib_send_bw -d srdma0 -c UD -n 500 ${e})
 	srdma_net_pair(net.ib_send_lat_ud${ev} lat
-		ib_send_lat -d srdma0 -c UD -n 500 ${e})
+		ib_send_lat -d srdma0 -c UD -n 300 ${e})
 endforeach()
 
 # RoCEv2 over IPv6: the hosts' fd53:: GIDs, and their link-local fe80::
@@ -141,9 +129,9 @@ srdma_net_pair(net.ib_send_bw_ud_ipv6 bw IPV6
 srdma_net_pair(net.rc_pingpong_jumbo pingpong MTU 9000
 	ibv_rc_pingpong -n 200 -s 65536 -m 4096 -c)
 srdma_net_pair(net.ib_write_bw_jumbo bw MTU 9000
-	ib_write_bw -d srdma0 -n 500 -s 1048576 -m 4096)
+	ib_write_bw -d srdma0 -n 200 -s 1048576 -m 4096)
 srdma_net_pair(net.ib_read_bw_jumbo bw MTU 9000
-	ib_read_bw -d srdma0 -n 500 -s 1048576 -m 4096)
+	ib_read_bw -d srdma0 -n 200 -s 1048576 -m 4096)
 
 # Built-in faults, both directions: a loss, duplicate or reordering costs
 # the RC retransmission that IBTA prescribes (a NAK, or the timeout of

@@ -1319,7 +1319,10 @@ static void test_lossy_responder(void **state)
 {
 	lossy_run(1, 0, 0);
 	lossy_run(2, 5, 0);
-	lossy_run(3, 20, 10);
+	/* 10 % each way: retry_cnt 7 is 7 retries without progress (IBTA,
+	 * not rxe's forever), which 20 % loss each way exhausts now and
+	 * then, as it would on a real fabric. */
+	lossy_run(3, 10, 10);
 }
 
 int main(void)

@@ -49,6 +49,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,12 +166,27 @@ static bool op_is_atomic(uint8_t op)
 	return op == SRDMA_OP_CMP_SWAP || op == SRDMA_OP_FETCH_ADD;
 }
 
+/* Count and explain a dropped request (the endpoint logs it once). */
 static void drop(struct srdma_netresp *r, const struct srdma_pkt *pkt,
 		 enum srdma_drop d, const char *why)
 {
-	srdma_dbg("QP %#x: drop opcode %#x PSN %#x (ePSN %#x): %s",
-		  r->nq->qpn, pkt->opcode, pkt->psn, r->epsn, why);
+	char buf[192];
+
+	if (srdma_log_level >= SRDMA_LOG_DEBUG) {
+		snprintf(buf, sizeof(buf),
+			 "%s (opcode %#x PSN %#x, ePSN %#x)", why,
+			 pkt->opcode, pkt->psn, r->epsn);
+		why = buf;
+	}
 	srdma_net_drop(r->nq->ctx, r->nq, d, why);
+}
+
+/* ePSN moves: `srdma status` shows it (nq->st->rq_psn). */
+static void set_epsn(struct srdma_netresp *r, uint32_t psn)
+{
+	r->epsn = psn & 0xffffff;
+	atomic_store_explicit(&r->nq->st->rq_psn, r->epsn,
+			      memory_order_relaxed);
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -730,7 +746,7 @@ static enum verdict do_read(struct srdma_netresp *r, struct srdma_target *t,
 	if (v != V_OK)
 		s->type = RES_NONE;
 	/* The responses used the request's PSNs up to last_psn. */
-	r->epsn = srdma_psn_add(s->last_psn, 1);
+	set_epsn(r, srdma_psn_add(s->last_psn, 1));
 	return v;
 }
 
@@ -768,7 +784,7 @@ static enum verdict do_atomic(struct srdma_netresp *r, struct srdma_target *t,
 	s->orig = orig;
 	r->msn = (r->msn + 1) & 0xffffff;
 	send_atomic_ack(r, pkt->psn, orig);
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
 	return V_OK;
 }
 
@@ -836,6 +852,7 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	int32_t d = srdma_psn_cmp(pkt->psn, r->epsn);
 	uint32_t event = 0, nak_psn = pkt->psn;
 	enum verdict v;
+	uint8_t syn;
 
 	if (d > 0) {
 		if (r->psn_nak) {
@@ -890,6 +907,8 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	case V_RNR:
 		/* Like a sequence NAK: what follows in the requester's
 		 * window is dropped silently until it retries ePSN. */
+		srdma_dbg("QP %#x: PSN %#x: no receive WQE, RNR NAK",
+			  r->nq->qpn, pkt->psn);
 		send_ack(r, SRDMA_AETH_RNR(t->qp->min_rnr_timer), pkt->psn);
 		r->psn_nak = true;
 		return;
@@ -898,7 +917,7 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	default:
 		goto fail;
 	}
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
 	r->ack_psn = r->epsn;
 	if (hdrs & SRDMA_HDR_LAST)
 		r->msn = (r->msn + 1) & 0xffffff;
@@ -912,9 +931,11 @@ fail:
 	if (r->have_wqe && r->consumed)
 		wqe_fail(r, t, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR);
 	wqe_forget(r);
-	send_ack(r, v == V_NAK_INV ? SRDMA_AETH_NAK_INV :
-		    v == V_NAK_ACC ? SRDMA_AETH_NAK_ACC : SRDMA_AETH_NAK_OPS,
-		 nak_psn);
+	syn = v == V_NAK_INV ? SRDMA_AETH_NAK_INV :
+	      v == V_NAK_ACC ? SRDMA_AETH_NAK_ACC : SRDMA_AETH_NAK_OPS;
+	srdma_dbg("QP %#x: opcode %#x PSN %#x refused: NAK %#x, QP to ERR",
+		  r->nq->qpn, pkt->opcode, nak_psn, syn);
+	send_ack(r, syn, nak_psn);
 	r->cur = MSG_NONE;
 	srdma_resp_qp_error(t, event);
 }
@@ -939,7 +960,7 @@ static void uc_input(struct srdma_netresp *r, struct srdma_target *t,
 		if (!(hdrs & SRDMA_HDR_FIRST)) {
 			uc_abandon(r);
 			r->uc_drop = true;
-			r->epsn = srdma_psn_add(pkt->psn, 1);
+			set_epsn(r, srdma_psn_add(pkt->psn, 1));
 			drop(r, pkt, SRDMA_DROP_PSN,
 			     "UC: dropping to the next FIRST/ONLY");
 			return;
@@ -947,7 +968,7 @@ static void uc_input(struct srdma_netresp *r, struct srdma_target *t,
 		r->uc_drop = false;
 		uc_abandon(r);
 	}
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
 	if ((hdrs & SRDMA_HDR_FIRST) && r->cur != MSG_NONE)
 		uc_abandon(r);		/* its LAST never came */
 	if (!seq_ok(r, op, hdrs) || !length_ok(pkt, hdrs, r->nq->mtu)) {
@@ -1192,7 +1213,7 @@ void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 	}
 	memset(r, 0, offsetof(struct srdma_netresp, slots));
 	r->nq = nq;
-	r->epsn = rq_psn & 0xffffff;
+	set_epsn(r, rq_psn);
 	r->ack_psn = r->epsn;
 	/*
 	 * The ring holds as many resources as any QP may have outstanding
