@@ -40,8 +40,11 @@ set(SRDMA_NET_WAITING
 	# A link-local destination GID: send() fails with EINVAL (no scope).
 	net.rc_pingpong_linklocal
 	# retry_cnt 7 is taken as infinite: a dead peer is retried forever
-	# instead of IBV_WC_RETRY_EXC_ERR after timeout x 8.
-	net.kill net.func.test_peer_death
+	# instead of IBV_WC_RETRY_EXC_ERR after timeout x 8. The ping-pong
+	# under 10% loss meets a dead peer at its end about one run in ten
+	# (the ACK of the server's last SEND lost after the client left): its
+	# server then retries forever.
+	net.kill net.func.test_peer_death net.fault_loss10.rc_pingpong
 	# func_test_dp_async sends no packet under SRDMA_TRANSPORT=net;
 	# func_test_dp_rc fails now and then over the wire (responder QP
 	# still RTS when the requester has its REM_ACCESS_ERR; UC WRITE data).
