@@ -48,6 +48,7 @@
 
 #include "core/key_table.h"
 #include "transport/host/host.h"
+#include "transport/net/gid.h"
 #include "transport/net/net.h"
 #include "transport/net/wire.h"
 #include "util/compiler.h"
@@ -1197,7 +1198,6 @@ static int cmd_devices(int argc, char **argv)
 	static const char *const heads[] = {"DEVICE", "LINK LAYER",
 					    ">CONTEXTS"};
 	const char *dev = getenv("SRDMA_DEVICE");
-	const char *ll = getenv("SRDMA_LINK_LAYER");
 	struct srdma_registry r = {.fd = -1};
 	/* Names: ours first, then any other name a live context opened. */
 	char names[SRDMA_REG_ENTRIES + 1][33];
@@ -1245,11 +1245,12 @@ static int cmd_devices(int argc, char **argv)
 		table_row(&t);
 		table_set(&t, 0, "%s", names[i]);
 		/* Other processes may use another link layer; ours is the
-		 * one SRDMA_LINK_LAYER gives this environment. */
+		 * one this environment gives (SRDMA_LINK_LAYER, or Ethernet
+		 * implied by SRDMA_TRANSPORT=net: transport/net/gid.c). */
 		table_set(&t, 1, "%s",
-			  i			       ? "?"
-			  : (ll && !strcmp(ll, "eth")) ? "Ethernet"
-						       : "InfiniBand");
+			  i		       ? "?"
+			  : srdma_link_is_eth() ? "Ethernet"
+						: "InfiniBand");
 		table_set(&t, 2, "%u", counts[i]);
 	}
 	table_print(&t);

@@ -29,7 +29,6 @@
 
 #include "core/core.h"
 #include "core/dp.h"
-#include "transport/net/net.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -570,17 +569,5 @@ int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc)
 		srdma_cqe_to_wc(&e, &wc[i]);
 	}
 	pthread_mutex_unlock(&cq->poll_lock);
-	/* Nothing yet: receive what the net transport has queued for this
-	 * context ourselves rather than wait for its progress thread to be
-	 * woken and scheduled (net-endpoint.md, "inline path"). */
-	if (!i && n && srdma_net_poll(cq->ctx) > 0) {
-		pthread_mutex_lock(&cq->poll_lock);
-		for (i = 0; i < n; i++) {
-			if (srdma_cq_pop(cq, &e))
-				break;
-			srdma_cqe_to_wc(&e, &wc[i]);
-		}
-		pthread_mutex_unlock(&cq->poll_lock);
-	}
 	return i;
 }

@@ -360,7 +360,7 @@ void srdma_arena_free(struct srdma_context *ctx, uint64_t off, uint64_t len);
  * never names an engine function. Where core changes a QP or a context
  * under its own locks and the engine must take part (its deferred sends,
  * its progress thread), it calls through this table, which the engine
- * fills and installs (srdma_engine_init(), called by the verbs front end
+ * fills and installs (srdma_engine_init, called by the verbs front end
  * before it opens a context). Without it (core used alone, as by unit
  * tests) no send was ever executed: there is nothing to flush, drop or
  * stop.

@@ -71,14 +71,8 @@ void srdma_comp_qp_error_locked(struct srdma_qp *qp)
 	else
 		srdma_aev_post(qp->ctx, NULL, IBV_EVENT_QP_LAST_WQE_REACHED,
 			       SRDMA_AEV_OBJ_QP, qp->slot, qp->sh->gen);
-#ifdef SRDMA_HAVE_NETREQ
 	if (qp->net)
 		srdma_netreq_flush_locked(qp);
-#else
-	/* TODO(issue 10): call srdma_netreq_flush_locked(qp) when qp->net is
-	 * set, once transport/net/req.c defines it (CMake then defines
-	 * SRDMA_HAVE_NETREQ); until then no QP has a net half. */
-#endif
 }
 
 void srdma_comp_req(struct srdma_qp *qp, uint64_t wr_id, uint32_t wr_opcode,

@@ -52,13 +52,22 @@ int srdma_bind_mw(struct srdma_qp *qp, struct ibv_mw *mw,
 
 /**
  * srdma_engine_cq_progress() - what a poll of @cq drives before it reads
- * the CQ: the deferred sends (RNR) of the QPs sending to @cq, and, once
- * the context has a net endpoint, a bounded drain of its sockets
- * (srdma_net_progress), so a polling application does not wait for the
- * progress thread to wake. Cheap when there is nothing to do.
+ * the CQ: the deferred sends (RNR) of the QPs sending to @cq. One relaxed
+ * load when none waits.
  * Context: the application's poll, no lock held.
  */
 void srdma_engine_cq_progress(struct srdma_cq *cq);
+
+/**
+ * srdma_engine_cq_idle() - a poll found @cq empty: receive what the net
+ * transport has queued for the context ourselves (srdma_net_progress: a
+ * bounded, non-blocking drain of the endpoint's sockets, unless the
+ * context has no endpoint or SRDMA_NET_INLINE=0), rather than wait for
+ * its progress thread to be woken and scheduled.
+ * Return: datagrams handled (> 0: poll again).
+ * Context: the application's poll, no lock held.
+ */
+int srdma_engine_cq_idle(struct srdma_cq *cq);
 
 /* ---- what the engine offers the transports ----------------------------- */
 

@@ -4,8 +4,7 @@
  *
  * Such WRs wait in their QP's private send queue. They are retried by the
  * application's own calls (post_send on the QP, poll_cq on its send CQ,
- * which the verbs front end makes call srdma_engine_cq_progress(); it also
- * drains the net endpoint's sockets there)
+ * which the verbs front end makes call srdma_engine_cq_progress())
  * and, so that an application blocked in ibv_get_cq_event also sees its
  * WR complete, by one timer thread per context. The thread exists only
  * from the first RNR on, sleeps on a condition variable while no WR waits
@@ -79,15 +78,11 @@ void srdma_engine_cq_progress(struct srdma_cq *cq)
 {
 	if (atomic_load_explicit(&cq->n_pending_qp, memory_order_relaxed))
 		sweep(cq->ctx, cq);
-#ifdef SRDMA_HAVE_NET_PROGRESS
-	if (atomic_load_explicit(&cq->ctx->net, memory_order_relaxed))
-		srdma_net_progress(cq->ctx, 16);
-#else
-	/* TODO(issue 10): srdma_net_progress(cq->ctx, 16) when cq->ctx->net
-	 * is set, once transport/net/endpoint.c defines it (CMake then
-	 * defines SRDMA_HAVE_NET_PROGRESS); until then no context has an
-	 * endpoint. */
-#endif
+}
+
+int srdma_engine_cq_idle(struct srdma_cq *cq)
+{
+	return srdma_net_progress(cq->ctx, 16);
 }
 
 static void *progress_thread(void *arg)

@@ -606,7 +606,6 @@ static int unanswered(struct srdma_qp *qp, struct srdma_swqe *w,
 	return EXEC_DONE;
 }
 
-#ifdef SRDMA_HAVE_NETREQ
 /* Does the net transport carry @w? RC/UC: the QP's destination chose it
  * at RTR; UD: per WR, by its address vector. */
 static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
@@ -617,7 +616,6 @@ static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
 		return srdma_net_dest(qp->ctx, &w->ud_ah, w->ud_qpn);
 	return qp->net->connected;
 }
-#endif
 
 /* Execute @w. sq_lock held. Return EXEC_DONE (completion posted as needed,
  * or handed to the net transport, which completes it later), EXEC_RNR
@@ -649,10 +647,8 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	default:
 		break;
 	}
-#ifdef SRDMA_HAVE_NETREQ
 	if (via_net(qp, w))
 		return srdma_netreq_post(qp, w) ? EXEC_NOMEM : EXEC_DONE;
-#endif
 	if (qp->type == IBV_QPT_UD) {
 		if (!resolve(qp, w->ud_dlid, w->ud_qpn, &t) ||
 		    !srdma_resp_qp_receives(&t)) {

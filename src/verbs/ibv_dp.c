@@ -167,12 +167,21 @@ SRDMA_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 
 static int op_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
+	int n;
+
 	if (srdma_ctx_inherited(to_scq(cq)->ctx))
 		return -EINVAL;
+	if (num_entries < 0)
+		return -EINVAL;
 	/* Progress first (it takes sq_lock and ctx->lock, poll_lock after). */
-	if (num_entries >= 0)
-		srdma_engine_cq_progress(to_scq(cq));
-	return srdma_cq_poll(to_scq(cq), num_entries, wc);
+	srdma_engine_cq_progress(to_scq(cq));
+	n = srdma_cq_poll(to_scq(cq), num_entries, wc);
+	/* Nothing yet: receive what the net transport has queued for this
+	 * context ourselves rather than wait for its progress thread to be
+	 * woken and scheduled (net-endpoint.md, "inline path"). */
+	if (!n && num_entries && srdma_engine_cq_idle(to_scq(cq)) > 0)
+		n = srdma_cq_poll(to_scq(cq), num_entries, wc);
+	return n;
 }
 
 static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)

@@ -531,6 +531,13 @@ static int cqx_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 	ret = cqx_load(cq);
 	if (ret)
 		pthread_mutex_unlock(&cq->poll_lock);
+	/* Empty: the net transport's inline path, as ibv_poll_cq. */
+	if (ret == ENOENT && srdma_engine_cq_idle(cq) > 0) {
+		pthread_mutex_lock(&cq->poll_lock);
+		ret = cqx_load(cq);
+		if (ret)
+			pthread_mutex_unlock(&cq->poll_lock);
+	}
 	return ret;
 }
 

@@ -11,7 +11,8 @@
  * sender must zero and a receiver ignores (FECN/BECN/reserved, DETH's
  * reserved byte). And that a datagram whose ICRC we compute and store
  * passes the check, over IPv4 and IPv6, while the raw input (whose ICRC
- * is random) is checked only for safety.
+ * is random) is checked only for safety; and that the lenient IPv4 check
+ * recovers exactly the identification and DF a peer used.
  *
  * Seeds: tests/fuzz/corpus/, one valid packet per opcode with its ICRC
  * for the IPv4 path below (tests/net/wire_gen.c corpus DIR).
@@ -73,8 +74,8 @@ static void check_parsed(const uint8_t *data, size_t size,
 	hl = srdma_wire_build(hdr, p);
 	CHECK(hl == p->hdr_len);
 	memcpy(want, data, hl);
-	want[4] = 0;		/* FECN, BECN, resv6a */
-	want[8] &= 0x80;	/* resv7 */
+	want[4] = 0;	 /* FECN, BECN, resv6a */
+	want[8] &= 0x80; /* resv7 */
 	if (p->hdrs & SRDMA_HDR_DETH)
 		want[SRDMA_BTH_BYTES + 4] = 0; /* DETH reserved */
 	CHECK(!memcmp(hdr, want, hl));
@@ -112,6 +113,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(srdma_wire_icrc_verify(&v4, copy, size,
 					     SRDMA_ICRC_LENIENT) ==
 		      SRDMA_ICRC_OK);
+		/* A peer with its own identification and DF (taken from
+		 * the input): lenient recovers exactly those. */
+		{
+			uint8_t ip[SRDMA_IPV6_HDR_BYTES], udp[8];
+			uint16_t id = (uint16_t)(data[0] << 8 | data[1]), gid;
+			bool df = data[2] & 1, gdf;
+			uint32_t got, want;
+
+			srdma_wire_ip_udp(&v4, size, ip, udp);
+			want = srdma_icrc(ip, udp, copy, iov.iov_len);
+			ip[4] = (uint8_t)(id >> 8);
+			ip[5] = (uint8_t)id;
+			ip[6] = df ? 0x40 : 0;
+			got = srdma_icrc(ip, udp, copy, iov.iov_len);
+			srdma_wire_put_icrc(copy + iov.iov_len, got);
+			if (id || !df) {
+				CHECK(!srdma_wire_icrc_check(&v4, copy, size));
+				CHECK(srdma_wire_icrc_verify(
+					      &v4, copy, size,
+					      SRDMA_ICRC_LENIENT) ==
+				      SRDMA_ICRC_OK_ID);
+			}
+			CHECK(srdma_icrc_ipv4_explain(
+				got, want, 13 + 8 + iov.iov_len, &gid, &gdf));
+			CHECK(gid == id && gdf == df);
+		}
 		free(copy);
 	}
 	return 0;

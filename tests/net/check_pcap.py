@@ -10,6 +10,8 @@ For every UDP datagram to the RoCEv2 port (4791) in a pcap or pcapng file:
       12) does IPv4 only; IPv6 packets are then checked by this script's
       own few lines over zlib.crc32 (rxe's algorithm, roce-wire.md 1.5.1)
       and counted apart, so the summary says which judge saw what.
+      The datagram must also be a whole number of 4-byte words with BTH
+      TVer 0.
   (b) tshark (Wireshark's InfiniBand dissector) must decode it as
       InfiniBand over UDP (RRoCE) with no malformed-packet flag and no
       expert info of severity warning or error.
@@ -85,6 +87,12 @@ def check_icrc(path, port, limit):
                              "BTH + ICRC" % (num, len(data)))
                 continue
             trailer = data[-4:]
+            # IBTA: a packet is a whole number of 4-byte words; TVer 0.
+            if len(data) % 4:
+                fails.append("frame %d: %d bytes after UDP, not a multiple "
+                             "of 4" % (num, len(data)))
+            if data[1] & 0x0F:
+                fails.append("frame %d: BTH TVer %d" % (num, data[1] & 0x0F))
             if BTH not in pkt:
                 rows[num] = "?"
                 fails.append("frame %d: scapy did not decode a BTH" % num)

@@ -183,3 +183,15 @@ foreach(t test_dp_rc test_dp_xproc test_dp_async test_rnr_many
 		COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_${t}>)
 	srdma_net_props(net.func.${t} 300)
 endforeach()
+
+# Hostile datagrams to a server's port 4791 while ibv_rc_pingpong -c runs
+# (net_flood.sh): the transfer completes, drops are counted by cause.
+add_test(NAME net.flood
+	COMMAND bash ${SRDMA_NET_DIR}/net_flood.sh $<TARGET_FILE:srdma>)
+srdma_net_props(net.flood 150)
+
+# Several processes of one host on port 4791 (net_multi.sh): 3 pairs of
+# ibv_rc_pingpong -c at once, a 4th pair SIGKILLed mid-run.
+add_test(NAME net.multi
+	COMMAND bash ${SRDMA_NET_DIR}/net_multi.sh $<TARGET_FILE:srdma> 3)
+srdma_net_props(net.multi 200)

@@ -6,8 +6,12 @@
 # writer; check_pcap.py must find every packet decoded by tshark and every
 # ICRC right by scapy (IPv4) or its own zlib check (IPv6). Then the
 # checker must catch a flipped ICRC byte, over IPv4 and over IPv6, so a
-# pass is not the checker looking away. Exit 77 (skip) without tshark or
-# python3-scapy.
+# pass is not the checker looking away. Last, the other direction: scapy
+# builds packets as a foreign peer (rxe, a NIC) sends them, with IPv4
+# identifications of its own, and our receiver must accept exactly those
+# in lenient mode (SRDMA_NET_ICRC), the softrdma-like ones in strict
+# mode, and none once a payload byte is flipped. Exit 77 (skip) without
+# tshark or python3-scapy.
 set -euo pipefail
 gen=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,3 +57,16 @@ for v in 4 6; do
 		{ cat "$dir/bad$v.out"; echo "FAIL: wrong complaint"; exit 1; }
 	echo "ok: a flipped IPv$v ICRC is caught: $(grep -m1 FAIL "$dir/bad$v.out")"
 done
+
+# A foreign peer's IPv4 identifications, ICRC'd by scapy alone.
+read -r strict other < <($py "$here/scapy_peer_pcap.py" "$dir/peer.pcap")
+out=$("$gen" verify "$dir/peer.pcap") || { echo "$out"; echo "FAIL: bad ICRC verdicts"; exit 1; }
+echo "$out"
+want="$((strict + other)) packets: $strict ok as softrdma sends (strict), $other ok with another IPv4 identification/DF (lenient), 0 bad"
+[[ "$out" == *"$want" ]] || { echo "FAIL: want: $want"; exit 1; }
+read -r strict other < <($py "$here/scapy_peer_pcap.py" "$dir/peer-bad.pcap" --corrupt)
+out=$("$gen" verify "$dir/peer-bad.pcap") || true
+echo "$out"
+want="$((strict + other)) packets: 0 ok as softrdma sends (strict), 0 ok with another IPv4 identification/DF (lenient), $((strict + other)) bad"
+[[ "$out" == *"$want" ]] || { echo "FAIL: want: $want"; exit 1; }
+echo "ok: foreign IPv4 identifications accepted (lenient), corruption refused"

@@ -12,6 +12,12 @@
  *                          ICRCs against, the seed corpus of
  *                          tests/fuzz/fuzz_wire.c; with CTL, behind that
  *                          control byte (tests/fuzz/fuzz_resp.c)
+ *   wire_gen verify FILE   the receiver's ICRC verdicts (wire.c) on every
+ *                          UDP/4791 datagram of a pcap file written by
+ *                          someone else (scapy, with IP identifications
+ *                          of its choosing): prints how many pass strict
+ *                          and lenient, and exits 1 if any is bad in
+ *                          lenient mode
  *
  * Header fields get plausible values a real peer would send (AETH ACK or
  * NAK syndromes, 8-byte aligned atomic VAs, GSI Q_Key on UD), so the
@@ -196,15 +202,103 @@ static int gen_corpus(const char *dir, int ctl)
 	return 0;
 }
 
+/* Read a whole file; NULL on error (reported). */
+static uint8_t *slurp(const char *file, size_t *len)
+{
+	FILE *f = fopen(file, "rb");
+	uint8_t *b = NULL;
+	long n;
+
+	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) || !(b = malloc((size_t)n + 1)) ||
+	    fread(b, 1, (size_t)n, f) != (size_t)n) {
+		perror(file);
+		free(b);
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return b;
+}
+
+static int verify(const char *file)
+{
+	unsigned int n = 0, strict = 0, other = 0, bad = 0;
+	size_t len, off = 24;
+	uint8_t *b = slurp(file, &len);
+
+	if (!b)
+		return 1;
+	while (off + 16 <= len) {
+		uint32_t incl;
+		const uint8_t *f, *ip, *udp;
+		struct srdma_wire_path path;
+		size_t iplen, flen;
+
+		memcpy(&incl, b + off + 8, 4);
+		f = b + off + 16;
+		off += 16 + incl;
+		if (off > len || incl < 14 + 20 + 8)
+			break;
+		flen = incl;
+		ip = f + 14;
+		memset(&path, 0, sizeof(path));
+		if (f[12] == 0x08 && f[13] == 0x00) {
+			iplen = (size_t)(ip[0] & 0x0f) * 4;
+			path.sip[10] = path.sip[11] = 0xff;
+			path.dip[10] = path.dip[11] = 0xff;
+			memcpy(path.sip + 12, ip + 12, 4);
+			memcpy(path.dip + 12, ip + 16, 4);
+		} else if (f[12] == 0x86 && f[13] == 0xdd) {
+			iplen = 40;
+			memcpy(path.sip, ip + 8, 16);
+			memcpy(path.dip, ip + 24, 16);
+		} else {
+			continue;
+		}
+		if (14 + iplen + 8 > flen)
+			continue;
+		udp = ip + iplen;
+		path.sport = (uint16_t)(udp[0] << 8 | udp[1]);
+		path.dport = (uint16_t)(udp[2] << 8 | udp[3]);
+		if (path.dport != SRDMA_ROCE_PORT)
+			continue;
+		n++;
+		switch (srdma_wire_icrc_verify(&path, udp + 8,
+					       flen - 14 - iplen - 8,
+					       SRDMA_ICRC_LENIENT)) {
+		case SRDMA_ICRC_OK:
+			strict++;
+			break;
+		case SRDMA_ICRC_OK_ID:
+			other++;
+			break;
+		default:
+			bad++;
+		}
+	}
+	free(b);
+	printf("wire_gen verify: %u packets: %u ok as softrdma sends (strict), "
+	       "%u ok with another IPv4 identification/DF (lenient), %u bad\n",
+	       n, strict, other, bad);
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "pcap"))
 		return gen_pcap(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "corpus"))
 		return gen_corpus(argv[2], -1);
+	if (argc == 3 && !strcmp(argv[1], "verify"))
+		return verify(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "corpus"))
 		return gen_corpus(argv[2],
 				  (int)strtol(argv[3], NULL, 0) & 0xff);
-	fprintf(stderr, "usage: %s pcap FILE | corpus DIR [CTL]\n", argv[0]);
+	fprintf(stderr,
+		"usage: %s pcap FILE | corpus DIR [CTL] | verify FILE\n",
+		argv[0]);
 	return 2;
 }

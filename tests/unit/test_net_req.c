@@ -59,7 +59,7 @@ static struct {
 	uint8_t *base;	    /* post_wr's offsets: buf, or else */
 	struct cap_pkt *pk; /* captured packets */
 	int npk;
-	struct comp c[256];
+	struct comp c[1024];
 	int nc;
 	bool tx_fail;
 } E;
@@ -92,7 +92,7 @@ static void comp_hook(struct srdma_qp *qp, uint64_t wr_id, uint32_t op,
 		      bool signaled, int status, uint32_t len)
 {
 	assert_ptr_equal(qp, E.qp);
-	assert_true(E.nc < 256);
+	assert_true(E.nc < 1024);
 	E.c[E.nc++] = (struct comp){wr_id, op, signaled, status, len};
 }
 
@@ -989,10 +989,9 @@ static void test_local_inv_failure_in_order(void **state)
 	env_down();
 }
 
-
 static void test_timer_restarts_lazily(void **state)
 {
-	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	struct timespec ts = {0, 10 * 1000 * 1000};
 	uint64_t t2, next;
 
 	env_up(IBV_QPT_RC, 1024, 0);
@@ -1016,6 +1015,316 @@ static void test_timer_restarts_lazily(void **state)
 	env_down();
 }
 
+static void test_fence_waits_for_read(void **state)
+{
+	static uint8_t d[8];
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	assert_int_equal(post_wr(1, IBV_WR_RDMA_READ, 0, 8, 0, 0x1000), 0);
+	assert_int_equal(post_wr(2, IBV_WR_SEND, 0, 8, IBV_SEND_FENCE, 0), 0);
+	assert_int_equal(E.npk, 1);
+	respond(SRDMA_OP_READ_RESP_ONLY, 0, SRDMA_AETH_ACK, d, 8, 0);
+	assert_int_equal(E.npk, 2);
+	assert_int_equal(E.pk[1].p.opcode, SRDMA_OP_SEND_ONLY);
+	assert_int_equal(E.pk[1].p.psn, 1);
+	env_down();
+}
+
+/* ---- a lossy responder: end-to-end against a model ----------------------- */
+
+#define RM_SIZE	 65536u
+#define RM_WRITE 0u	/* WRITEs land in [0, 32K) */
+#define RM_READ	 32768u /* READs read [32K, 60K), never written */
+#define RM_ATOM	 61440u /* atomics: 8-byte slots from 60K */
+#define SRC_SIZE 8192u	/* gather source: E.buf[0, 8K) */
+#define DST_BASE 16384u /* READ/atomic destinations from 16K */
+
+static struct {
+	uint32_t seed;
+	unsigned int loss; /* percent, each direction */
+	unsigned int rnr;  /* percent of SEND starts answered RNR */
+	uint8_t rmem[RM_SIZE];
+	uint8_t model[RM_SIZE]; /* rmem as in-order execution leaves it */
+	uint32_t epsn;
+	bool nak_sent;
+	uint64_t wva; /* WRITE in progress: next VA */
+	struct {
+		uint32_t psn;
+		uint64_t orig;
+	} atom[512]; /* atomic results, for replay */
+	int natom;
+	int seen; /* captured packets handled */
+	struct srdma_pkt rsp[4096];
+	uint8_t rdata[4096][1024];
+	int nrsp;
+} L;
+
+static uint32_t rnd(void)
+{
+	L.seed = L.seed * 1103515245u + 12345u;
+	return L.seed >> 8;
+}
+
+static void rsp_add(uint8_t op, uint32_t psn, uint8_t syn, const void *d,
+		    uint32_t len, uint64_t orig)
+{
+	struct srdma_pkt *p;
+
+	if (rnd() % 100 < L.loss)
+		return;
+	assert_true(L.nrsp < 4096);
+	p = &L.rsp[L.nrsp];
+	memset(p, 0, sizeof(*p));
+	p->opcode = SRDMA_TR_RC | op;
+	p->hdrs = srdma_wire_hdrs(p->opcode);
+	p->psn = psn & 0xffffff;
+	p->syndrome = syn;
+	p->orig = orig;
+	if (len)
+		memcpy(L.rdata[L.nrsp], d, len);
+	p->payload = L.rdata[L.nrsp];
+	p->paylen = len;
+	L.nrsp++;
+}
+
+/* The responder's answer to one request packet (roce-wire.md 1.7-1.12). */
+static void lossy_responder(const struct srdma_pkt *q, uint32_t mtu)
+{
+	uint8_t op = q->opcode & 0x1f;
+	int32_t d = srdma_psn_cmp(q->psn, L.epsn);
+	uint32_t i, n;
+
+	if (rnd() % 100 < L.loss)
+		return; /* lost on the way there */
+	if (op == SRDMA_OP_READ_REQ) {
+		/* New or duplicate: (re)play from memory never written. */
+		if (d > 0)
+			goto ahead;
+		n = q->dma_len > mtu ? (q->dma_len + mtu - 1) / mtu : 1;
+		for (i = 0; i < n; i++) {
+			uint32_t l = q->dma_len - i * mtu < mtu
+					     ? q->dma_len - i * mtu
+					     : mtu;
+			uint8_t o = n == 1	 ? SRDMA_OP_READ_RESP_ONLY
+				    : i == 0	 ? SRDMA_OP_READ_RESP_FIRST
+				    : i + 1 == n ? SRDMA_OP_READ_RESP_LAST
+						 : SRDMA_OP_READ_RESP_MIDDLE;
+
+			rsp_add(o, q->psn + i, SRDMA_AETH_ACK,
+				L.rmem + q->va + (uint64_t)i * mtu, l, 0);
+		}
+		if (!d) {
+			L.epsn = (L.epsn + n) & 0xffffff;
+			L.nak_sent = false;
+		}
+		return;
+	}
+	if (op == SRDMA_OP_FETCH_ADD) {
+		uint64_t v;
+		int k;
+
+		if (d > 0)
+			goto ahead;
+		for (k = 0; k < L.natom; k++)
+			if (L.atom[k].psn == q->psn)
+				break;
+		if (k == L.natom) {
+			assert_int_equal(d, 0);
+			memcpy(&v, L.rmem + q->va, 8);
+			L.atom[L.natom].psn = q->psn;
+			L.atom[L.natom++].orig = v;
+			v += q->swap_add;
+			memcpy(L.rmem + q->va, &v, 8);
+			L.epsn = (L.epsn + 1) & 0xffffff;
+			L.nak_sent = false;
+		}
+		rsp_add(SRDMA_OP_ATOMIC_ACK, q->psn, SRDMA_AETH_ACK, NULL, 0,
+			L.atom[k].orig);
+		return;
+	}
+	/* SEND and WRITE packets */
+	if (d < 0) { /* duplicate: ACK what we have */
+		rsp_add(SRDMA_OP_ACK, L.epsn - 1, SRDMA_AETH_ACK, NULL, 0, 0);
+		return;
+	}
+	if (d > 0)
+		goto ahead;
+	if ((op == SRDMA_OP_SEND_FIRST || op == SRDMA_OP_SEND_ONLY) &&
+	    rnd() % 100 < L.rnr) {
+		rsp_add(SRDMA_OP_ACK, q->psn, SRDMA_AETH_RNR(1), NULL, 0, 0);
+		return;
+	}
+	if (q->hdrs & SRDMA_HDR_RETH)
+		L.wva = q->va;
+	if (op >= SRDMA_OP_WRITE_FIRST && op <= SRDMA_OP_WRITE_ONLY_IMM) {
+		memcpy(L.rmem + L.wva, q->payload, q->paylen);
+		L.wva += q->paylen;
+	}
+	L.epsn = (L.epsn + 1) & 0xffffff;
+	L.nak_sent = false;
+	if (q->ackreq)
+		rsp_add(SRDMA_OP_ACK, q->psn, SRDMA_AETH_ACK, NULL, 0, 0);
+	return;
+ahead:
+	if (!L.nak_sent)
+		rsp_add(SRDMA_OP_ACK, L.epsn, SRDMA_AETH_NAK_PSN, NULL, 0, 0);
+	L.nak_sent = true;
+}
+
+static void lossy_run(uint32_t seed, unsigned int loss, unsigned int rnr)
+{
+	enum { N = 300 };
+	struct {
+		uint32_t op, len, loc, rem;
+		uint64_t add, orig;
+	} wq[N];
+	uint64_t t = srdma_now_ns();
+	int posted = 0, steps = 0, i;
+	uint32_t dst = DST_BASE, mtu = 256;
+	struct srdma_wire_path from;
+
+	memset(&L, 0, sizeof(L));
+	L.seed = seed;
+	L.loss = loss;
+	L.rnr = rnr;
+	env_up(IBV_QPT_RC, mtu, 0xfffe00);
+	E.qp->attr.timeout = 12; /* 16.8 ms, on the made-up clock */
+	E.qp->attr.max_rd_atomic = 2;
+	L.epsn = 0xfffe00;
+	from = E.nq->path;
+	memcpy(from.sip, E.nq->path.dip, 16);
+	memcpy(from.dip, E.nq->path.sip, 16);
+	for (i = 0; i < (int)RM_SIZE; i++)
+		L.rmem[i] = L.model[i] = (uint8_t)rnd();
+	for (i = 0; i < (int)SRC_SIZE; i++)
+		E.buf[i] = (uint8_t)rnd();
+	/* The work, and what in-order execution makes of it. */
+	for (i = 0; i < N; i++) {
+		uint32_t k = rnd() % 10;
+
+		wq[i].len = rnd() % 3000;
+		wq[i].loc = rnd() % (SRC_SIZE - 3000);
+		if (k < 4) {
+			wq[i].op = IBV_WR_RDMA_WRITE;
+			wq[i].rem = RM_WRITE + rnd() % (32768 - 3000);
+			memcpy(L.model + wq[i].rem, E.buf + wq[i].loc,
+			       wq[i].len);
+		} else if (k < 7) {
+			wq[i].op = IBV_WR_SEND;
+		} else if (k < 9) {
+			wq[i].op = IBV_WR_RDMA_READ;
+			wq[i].rem = RM_READ + rnd() % (28672 - 3000);
+			wq[i].loc = dst;
+			dst += wq[i].len;
+		} else {
+			uint64_t v;
+
+			wq[i].op = IBV_WR_ATOMIC_FETCH_AND_ADD;
+			wq[i].rem = RM_ATOM + 8 * (rnd() % 16);
+			wq[i].len = 8;
+			wq[i].loc = dst;
+			dst += 8;
+			wq[i].add = rnd();
+			memcpy(&v, L.model + wq[i].rem, 8);
+			wq[i].orig = v;
+			v += wq[i].add;
+			memcpy(L.model + wq[i].rem, &v, 8);
+		}
+	}
+	while (E.nc < N) {
+		assert_true(++steps < 20000);
+		while (posted < N) {
+			struct srdma_swqe *w =
+				calloc(1, sizeof(*w) + sizeof(struct ibv_sge));
+			int r;
+
+			w->wr_id = (uint64_t)posted;
+			w->opcode = wq[posted].op;
+			w->send_flags = IBV_SEND_SIGNALED;
+			w->num_sge = 1;
+			w->sge = w->sge_buf;
+			w->sge[0].addr = (uintptr_t)E.buf + wq[posted].loc;
+			w->sge[0].length = wq[posted].len;
+			w->sge[0].lkey = E.mr->ibmr.lkey;
+			w->remote_addr = wq[posted].rem;
+			w->compare_add = wq[posted].add;
+			pthread_mutex_lock(&E.qp->sq_lock);
+			r = srdma_netreq_post(E.qp, w);
+			pthread_mutex_unlock(&E.qp->sq_lock);
+			free(w);
+			if (r == -ENOMEM)
+				break;
+			assert_int_equal(r, 0);
+			posted++;
+		}
+		/* Requests to the responder, responses back, until quiet. */
+		while (L.seen < E.npk) {
+			if (E.npk > MAXPKT - 200) { /* recycle the capture */
+				memmove(E.pk, E.pk + L.seen,
+					(size_t)(E.npk - L.seen) *
+						sizeof(*E.pk));
+				for (i = 0; i < E.npk - L.seen; i++)
+					E.pk[i].p.payload =
+						E.pk[i].buf + E.pk[i].p.hdr_len;
+				E.npk -= L.seen;
+				L.seen = 0;
+			}
+			L.nrsp = 0;
+			while (L.seen < E.npk)
+				lossy_responder(&E.pk[L.seen++].p, mtu);
+			for (i = 0; i < L.nrsp; i++)
+				srdma_netreq_input(E.nq, &L.rsp[i], &from);
+		}
+		if (E.nc < N) {
+			t += 20000000; /* 20 ms later */
+			if (t < srdma_now_ns())
+				t = srdma_now_ns();
+			srdma_netreq_timer(E.nq, t);
+		}
+	}
+	for (i = 0; i < N; i++) {
+		assert_int_equal(E.c[i].wr_id, (uint64_t)i);
+		assert_int_equal(E.c[i].status, IBV_WC_SUCCESS);
+	}
+	for (i = 0; i < N; i++) {
+		if (wq[i].op == IBV_WR_RDMA_READ)
+			assert_memory_equal(E.buf + wq[i].loc,
+					    L.rmem + wq[i].rem, wq[i].len);
+		if (wq[i].op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			assert_memory_equal(E.buf + wq[i].loc, &wq[i].orig, 8);
+	}
+	assert_memory_equal(L.rmem, L.model, RM_SIZE);
+	print_message(
+		"seed %u loss %u%% rnr %u%%: %d steps, %llu packets, "
+		"%llu retransmitted, %llu timeouts, %llu NAKs, "
+		"%llu RNR NAKs, %llu dropped as duplicates\n",
+		seed, loss, rnr, steps,
+		(unsigned long long)atomic_load(&E.st.tx_pkts),
+		(unsigned long long)atomic_load(&E.st.retransmits),
+		(unsigned long long)atomic_load(&E.st.timeouts),
+		(unsigned long long)atomic_load(&E.st.naks_rcvd),
+		(unsigned long long)atomic_load(&E.st.rnr_rcvd),
+		(unsigned long long)atomic_load(&E.st.drops[SRDMA_DROP_DUP]));
+	if (loss) {
+		assert_true(atomic_load(&E.st.retransmits) > 0);
+		assert_true(atomic_load(&E.st.timeouts) > 0);
+		assert_true(atomic_load(&E.st.naks_rcvd) > 0);
+	}
+	if (rnr)
+		assert_true(atomic_load(&E.st.rnr_rcvd) > 0);
+	env_down();
+}
+
+static void test_lossy_responder(void **state)
+{
+	lossy_run(1, 0, 0);
+	lossy_run(2, 5, 0);
+	/* 10 % each way: retry_cnt 7 is 7 retries without progress (IBTA,
+	 * not rxe's forever), which 20 % loss each way exhausts now and
+	 * then, as it would on a real fabric. */
+	lossy_run(3, 10, 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1032,6 +1341,8 @@ int main(void)
 		cmocka_unit_test(test_implied_nak),
 		cmocka_unit_test(test_atomic),
 		cmocka_unit_test(test_max_rd_atomic),
+		cmocka_unit_test(test_fence_waits_for_read),
+		cmocka_unit_test(test_lossy_responder),
 		cmocka_unit_test(test_error_naks),
 		cmocka_unit_test(test_local_protection),
 		cmocka_unit_test(test_flush),

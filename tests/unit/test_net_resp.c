@@ -30,11 +30,11 @@
 #include "core/dp.h"
 #include "transport/net/net.h"
 
-#define MTU 1024u
-#define BUF 65536u
-#define PEER_QPN 0x4242u
+#define MTU	  1024u
+#define BUF	  65536u
+#define PEER_QPN  0x4242u
 #define RNR_TIMER 12
-#define MAX_TX 64
+#define MAX_TX	  64
 
 /*
  * The endpoint's functions, for a test binary that does not pull the
@@ -105,12 +105,12 @@ struct fx {
 	struct srdma_pd *pd;
 	struct srdma_cq *cq;
 	struct srdma_mr *mr;
-	struct srdma_srq *srq;		/* or NULL */
-	uint8_t *buf;			/* BUF bytes, registered */
+	struct srdma_srq *srq; /* or NULL */
+	uint8_t *buf;	       /* BUF bytes, registered */
 	struct srdma_qp *qp;
 	struct srdma_net_qp nq;
 	struct srdma_net_qp_stats st;
-	struct srdma_wire_path peer;	/* the peer's view: its datagrams */
+	struct srdma_wire_path peer; /* the peer's view: its datagrams */
 	enum ibv_qp_type type;
 };
 
@@ -127,13 +127,12 @@ static void v4gid(uint8_t g[16], uint8_t last)
 	g[15] = last;
 }
 
-static struct fx *fx_new(enum ibv_qp_type type, uint32_t access,
-			 uint32_t epsn)
+static struct fx *fx_new(enum ibv_qp_type type, uint32_t access, uint32_t epsn)
 {
-	struct srdma_cq_args ca = { .cqe = 256 };
-	struct ibv_qp_init_attr_ex qa = { 0 };
-	struct srdma_mr_args ma = { 0 };
-	struct ibv_qp_attr at = { 0 };
+	struct srdma_cq_args ca = {.cqe = 256};
+	struct ibv_qp_init_attr_ex qa = {0};
+	struct srdma_mr_args ma = {0};
+	struct ibv_qp_attr at = {0};
 	struct fx *f = calloc(1, sizeof(*f));
 	int mask;
 
@@ -153,7 +152,7 @@ static struct fx *fx_new(enum ibv_qp_type type, uint32_t access,
 	assert_int_equal(srdma_mr_reg(&f->pd->ibpd, &ma, &f->mr), 0);
 
 	if (use_srq) {
-		struct ibv_srq_init_attr sa = { 0 };
+		struct ibv_srq_init_attr sa = {0};
 
 		sa.attr.max_wr = 64;
 		sa.attr.max_sge = 4;
@@ -257,12 +256,10 @@ static uint32_t qp_state(struct fx *f)
 	return atomic_load(&f->qp->sh->state);
 }
 
-static void post_recv(struct fx *f, uint64_t wr_id, uint32_t off,
-		      uint32_t len)
+static void post_recv(struct fx *f, uint64_t wr_id, uint32_t off, uint32_t len)
 {
-	struct ibv_sge sge = { (uintptr_t)f->buf + off, len, f->mr->ibmr.lkey };
-	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
-				  .num_sge = 1 };
+	struct ibv_sge sge = {(uintptr_t)f->buf + off, len, f->mr->ibmr.lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1};
 	struct ibv_recv_wr *bad;
 
 	if (f->srq)
@@ -275,9 +272,8 @@ static void post_recv(struct fx *f, uint64_t wr_id, uint32_t off,
 static void post_recv_try(struct fx *f, uint64_t wr_id, uint32_t off,
 			  uint32_t len)
 {
-	struct ibv_sge sge = { (uintptr_t)f->buf + off, len, f->mr->ibmr.lkey };
-	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
-				  .num_sge = 1 };
+	struct ibv_sge sge = {(uintptr_t)f->buf + off, len, f->mr->ibmr.lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1};
 	struct ibv_recv_wr *bad;
 
 	if (f->srq)
@@ -323,9 +319,10 @@ static void inject(struct fx *f, struct srdma_pkt *p, const void *data,
 
 static struct srdma_pkt req(struct fx *f, uint8_t op, uint32_t psn)
 {
-	struct srdma_pkt p = { 0 };
-	uint8_t tr = f->type == IBV_QPT_RC ? SRDMA_TR_RC :
-		     f->type == IBV_QPT_UC ? SRDMA_TR_UC : SRDMA_TR_UD;
+	struct srdma_pkt p = {0};
+	uint8_t tr = f->type == IBV_QPT_RC   ? SRDMA_TR_RC
+		     : f->type == IBV_QPT_UC ? SRDMA_TR_UC
+					     : SRDMA_TR_UD;
 
 	p.opcode = tr | op;
 	p.psn = psn;
@@ -432,7 +429,7 @@ static void test_psn_gap(void **state)
 	(void)state;
 	post_recv(f, 1, 0, 64);
 	post_recv(f, 2, 64, 64);
-	p = req(f, SRDMA_OP_SEND_ONLY, 0);	/* two ahead, across the wrap */
+	p = req(f, SRDMA_OP_SEND_ONLY, 0); /* two ahead, across the wrap */
 	p.ackreq = true;
 	inject(f, &p, "x", 1);
 	assert_int_equal(ntx, 1);
@@ -466,7 +463,7 @@ static void test_psn_gap(void **state)
  * acknowledged PSN. */
 static void test_dup_send(void **state)
 {
-	struct fx *f = fx_new(IBV_QPT_RC, 0, 10);
+	struct fx *f = fx_new(IBV_QPT_RC, IBV_ACCESS_REMOTE_READ, 10);
 	struct srdma_pkt p;
 	struct ibv_wc wc;
 
@@ -488,12 +485,21 @@ static void test_dup_send(void **state)
 	assert_int_equal(cq_poll(f, &wc, 1), 1);
 	assert_int_equal(cq_poll(f, &wc, 1), 1);
 	assert_int_equal(cq_poll(f, &wc, 1), 0);
+	/* After a READ (PSN 12), a duplicate SEND is still ACKed with 11:
+	 * an ACK at 12 would tell the requester the READ is done. */
+	p = req(f, SRDMA_OP_READ_REQ, 12);
+	inject(f, &p, NULL, 0);
+	assert_int_equal(ntx, 4);
+	assert_int_equal(tx[3].p.opcode, SRDMA_OP_READ_RESP_ONLY);
+	p = req(f, SRDMA_OP_SEND_ONLY, 11);
+	inject(f, &p, "two", 3);
+	check_ack(4, SRDMA_AETH_ACK, 11);
 	fx_free(f);
 }
 
 /* A READ answered in MTU packets; its duplicate from the second PSN is a
- * subset and is replayed from there; one that is not a subset is
- * dropped. */
+ * subset and is answered from there, as a READ of its own range (FIRST,
+ * LAST); one that is not a subset is dropped. */
 static void test_read_replay(void **state)
 {
 	struct fx *f = fx_new(IBV_QPT_RC, IBV_ACCESS_REMOTE_READ, 200);
@@ -529,7 +535,7 @@ static void test_read_replay(void **state)
 	p.dma_len = 2500 - MTU;
 	inject(f, &p, NULL, 0);
 	assert_int_equal(ntx, 5);
-	assert_int_equal(tx[3].p.opcode, SRDMA_OP_READ_RESP_MIDDLE);
+	assert_int_equal(tx[3].p.opcode, SRDMA_OP_READ_RESP_FIRST);
 	assert_int_equal(tx[3].p.psn, 201);
 	assert_int_equal(tx[3].p.payload[0], f->buf[MTU]);
 	assert_int_equal(tx[4].p.opcode, SRDMA_OP_READ_RESP_LAST);
@@ -582,9 +588,9 @@ static void test_read_big(void **state)
 	inject(f, &p, NULL, 0);
 	assert_int_equal(ntx, 41);
 	for (i = 0, psn = 0xfffff0; i < 41; i++, psn = (psn + 1) & 0xffffff) {
-		uint8_t want = i == 0 ? SRDMA_OP_READ_RESP_FIRST :
-			       i == 40 ? SRDMA_OP_READ_RESP_LAST :
-					 SRDMA_OP_READ_RESP_MIDDLE;
+		uint8_t want = i == 0	 ? SRDMA_OP_READ_RESP_FIRST
+			       : i == 40 ? SRDMA_OP_READ_RESP_LAST
+					 : SRDMA_OP_READ_RESP_MIDDLE;
 
 		assert_int_equal(tx[i].p.opcode, want);
 		assert_int_equal(tx[i].p.psn, psn);
@@ -785,6 +791,27 @@ static void test_bad_length(void **state)
 	fx_free(f);
 }
 
+/* SEND_WITH_INV of a plain MR's key: the receive completes with
+ * REM_INV_REQ_ERR, the requester gets an invalid-request NAK. */
+static void test_send_inv(void **state)
+{
+	struct fx *f = fx_new(IBV_QPT_RC, 0, 3);
+	struct srdma_pkt p;
+	struct ibv_wc wc;
+
+	(void)state;
+	post_recv(f, 4, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY_INV, 3);
+	p.inv_rkey = f->mr->ibmr.rkey;
+	inject(f, &p, "inv", 3);
+	check_ack(0, SRDMA_AETH_NAK_INV, 3);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 4);
+	assert_int_equal(wc.status, IBV_WC_REM_INV_REQ_ERR);
+	assert_int_equal(qp_state(f), IBV_QPS_ERR);
+	fx_free(f);
+}
+
 /* A packet from anyone but the QP's peer, or of another transport. */
 static void test_source_transport(void **state)
 {
@@ -806,7 +833,8 @@ static void test_source_transport(void **state)
 	fx_free(f);
 }
 
-/* ---- UC -------------------------------------------------------------------- */
+/* ---- UC --------------------------------------------------------------------
+ */
 
 /* A message with a lost packet is dropped; its WQE takes the next one. */
 static void test_uc_gap(void **state)
@@ -853,7 +881,8 @@ static void test_uc_gap(void **state)
 	fx_free(f);
 }
 
-/* ---- SRQ ------------------------------------------------------------------- */
+/* ---- SRQ -------------------------------------------------------------------
+ */
 
 /* From an SRQ the WQE is consumed at the first packet: a message in
  * three packets completes once; a UC message too long for its buffer
@@ -891,7 +920,7 @@ static void test_srq(void **state)
 	p = req(f, SRDMA_OP_SEND_FIRST, 10);
 	inject(f, &p, data, MTU);
 	p = req(f, SRDMA_OP_SEND_ONLY, 11);
-	inject(f, &p, data, 4);			/* missing LAST */
+	inject(f, &p, data, 4); /* missing LAST */
 	check_ack(1, SRDMA_AETH_NAK_INV, 11);
 	assert_int_equal(qp_state(f), IBV_QPS_ERR);
 	assert_int_equal(cq_poll(f, &wc, 1), 1);
@@ -923,7 +952,8 @@ static void test_srq(void **state)
 	fx_free(f);
 }
 
-/* ---- UD -------------------------------------------------------------------- */
+/* ---- UD --------------------------------------------------------------------
+ */
 
 static void test_ud(void **state)
 {
@@ -969,7 +999,8 @@ static void test_ud(void **state)
 	fx_free(f);
 }
 
-/* ---- anything at all ------------------------------------------------------ */
+/* ---- anything at all ------------------------------------------------------
+ */
 
 static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
 
@@ -984,12 +1015,15 @@ static uint64_t rnd(void)
 /* Random packets, mostly near the right PSN and keys so they get deep:
  * nothing may crash, hang or leak, and the QP entry must stay usable. */
 static const uint8_t ops[] = {
-	SRDMA_OP_SEND_FIRST,	 SRDMA_OP_SEND_MIDDLE,	 SRDMA_OP_SEND_LAST,
-	SRDMA_OP_SEND_LAST_IMM,	 SRDMA_OP_SEND_ONLY,	 SRDMA_OP_SEND_ONLY_IMM,
-	SRDMA_OP_WRITE_FIRST,	 SRDMA_OP_WRITE_MIDDLE,	 SRDMA_OP_WRITE_LAST,
-	SRDMA_OP_WRITE_LAST_IMM, SRDMA_OP_WRITE_ONLY,	 SRDMA_OP_WRITE_ONLY_IMM,
-	SRDMA_OP_READ_REQ,	 SRDMA_OP_CMP_SWAP,	 SRDMA_OP_FETCH_ADD,
-	SRDMA_OP_SEND_LAST_INV,	 SRDMA_OP_SEND_ONLY_INV, SRDMA_OP_ACK,
+	SRDMA_OP_SEND_FIRST,	SRDMA_OP_SEND_MIDDLE,
+	SRDMA_OP_SEND_LAST,	SRDMA_OP_SEND_LAST_IMM,
+	SRDMA_OP_SEND_ONLY,	SRDMA_OP_SEND_ONLY_IMM,
+	SRDMA_OP_WRITE_FIRST,	SRDMA_OP_WRITE_MIDDLE,
+	SRDMA_OP_WRITE_LAST,	SRDMA_OP_WRITE_LAST_IMM,
+	SRDMA_OP_WRITE_ONLY,	SRDMA_OP_WRITE_ONLY_IMM,
+	SRDMA_OP_READ_REQ,	SRDMA_OP_CMP_SWAP,
+	SRDMA_OP_FETCH_ADD,	SRDMA_OP_SEND_LAST_INV,
+	SRDMA_OP_SEND_ONLY_INV, SRDMA_OP_ACK,
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -1010,9 +1044,10 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 {
 	uint32_t cursor = 0;
 	uint64_t before;
-	struct fx *f = fx_new(type, IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC, 0);
+	struct fx *f = fx_new(type,
+			      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_REMOTE_ATOMIC,
+			      0);
 	static uint8_t junk[MTU + 4];
 	struct ibv_wc wc[16];
 	int i, k, ncqe = 0, nerr = 0;
@@ -1021,20 +1056,21 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 	for (i = 0; i < (int)sizeof(junk); i++)
 		junk[i] = (uint8_t)rnd();
 	for (i = 0; i < rounds; i++) {
-		struct srdma_pkt p = { 0 };
+		struct srdma_pkt p = {0};
 		uint64_t r = rnd(), s = rnd();
 		uint32_t len;
 
 		p.opcode = (uint8_t)r;
-		if (r & 0x300)	/* mostly a request of our transport */
-			p.opcode = (uint8_t)(ops[(r >> 20) % NOPS] |
-					     (type == IBV_QPT_RC ? SRDMA_TR_RC :
-					      type == IBV_QPT_UC ? SRDMA_TR_UC :
-								   SRDMA_TR_UD));
+		if (r & 0x300) /* mostly a request of our transport */
+			p.opcode =
+				(uint8_t)(ops[(r >> 20) % NOPS] |
+					  (type == IBV_QPT_RC	? SRDMA_TR_RC
+					   : type == IBV_QPT_UC ? SRDMA_TR_UC
+								: SRDMA_TR_UD));
 		if (type == IBV_QPT_UD && (r & 0x400000))
-			p.opcode = SRDMA_TR_UD | ((r & 0x800000) ?
-							  SRDMA_OP_SEND_ONLY :
-							  SRDMA_OP_SEND_ONLY_IMM);
+			p.opcode = SRDMA_TR_UD |
+				   ((r & 0x800000) ? SRDMA_OP_SEND_ONLY
+						   : SRDMA_OP_SEND_ONLY_IMM);
 		/* mostly the PSN expected, as far as we can tell */
 		if (!(r & 0x3c0000))
 			p.psn = (uint32_t)(s & 0xffffff);
@@ -1045,11 +1081,11 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 		before = counted(f);
 		p.ackreq = r & 0x400;
 		p.se = r & 0x800;
-		p.va = (r & 0x1000) ? (uintptr_t)f->buf + (s >> 40) % BUF :
-				      rnd();
+		p.va = (r & 0x1000) ? (uintptr_t)f->buf + (s >> 40) % BUF
+				    : rnd();
 		p.rkey = (r & 0x2000) ? f->mr->ibmr.rkey : (uint32_t)rnd();
-		p.dma_len = (r & 0x4000) ? (uint32_t)(s >> 24) % 5000 :
-					   (uint32_t)rnd();
+		p.dma_len = (r & 0x4000) ? (uint32_t)(s >> 24) % 5000
+					 : (uint32_t)rnd();
 		p.swap_add = rnd();
 		p.compare = rnd();
 		p.qkey = (r & 0x8000) ? 0x1111 : (uint32_t)rnd();
@@ -1057,9 +1093,9 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 		p.inv_rkey = (uint32_t)rnd();
 		p.imm = (uint32_t)rnd();
 		len = (uint32_t)(rnd() % (MTU + 1));
-		if ((r & 0x10000) || (srdma_wire_hdrs(p.opcode) &
-				      (SRDMA_HDR_FIRST | SRDMA_HDR_MIDDLE)) ==
-					     SRDMA_HDR_FIRST ||
+		if ((r & 0x10000) ||
+		    (srdma_wire_hdrs(p.opcode) &
+		     (SRDMA_HDR_FIRST | SRDMA_HDR_MIDDLE)) == SRDMA_HDR_FIRST ||
 		    (srdma_wire_hdrs(p.opcode) & SRDMA_HDR_MIDDLE))
 			len = (r & 0x20000) ? MTU : len;
 		if (!srdma_wire_hdrs(p.opcode) ||
@@ -1082,13 +1118,13 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 		else if (counted(f) == before && qp_state(f) != IBV_QPS_ERR &&
 			 p.psn == cursor)
 			cursor = srdma_psn_add(
-				cursor, (p.opcode & 0x1f) == SRDMA_OP_READ_REQ ?
-						(p.dma_len + MTU - 1) / MTU +
-							!p.dma_len :
-						1);
+				cursor, (p.opcode & 0x1f) == SRDMA_OP_READ_REQ
+						? (p.dma_len + MTU - 1) / MTU +
+							  !p.dma_len
+						: 1);
 		if (!(i % 7))
 			post_recv_try(f, i, (uint32_t)(rnd() % (BUF - 4096)),
-				  (uint32_t)(rnd() % 4096));
+				      (uint32_t)(rnd() % 4096));
 		while ((k = cq_poll(f, wc, 16)) > 0)
 			ncqe += k;
 		if (qp_state(f) == IBV_QPS_ERR || !(i % 61)) {
@@ -1100,8 +1136,11 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 			pthread_mutex_unlock(&f->nq.resp_lock);
 		}
 	}
-	printf("  %s: %d packets, %llu sent, %llu NAKs, %llu RNR NAKs, %llu dups, %d CQEs, %d QP errors; dropped:",
-	       type == IBV_QPT_RC ? "RC" : type == IBV_QPT_UC ? "UC" : "UD",
+	printf("  %s: %d packets, %llu sent, %llu NAKs, %llu RNR NAKs, %llu "
+	       "dups, %d CQEs, %d QP errors; dropped:",
+	       type == IBV_QPT_RC   ? "RC"
+	       : type == IBV_QPT_UC ? "UC"
+				    : "UD",
 	       rounds, (unsigned long long)atomic_load(&f->st.tx_pkts),
 	       (unsigned long long)atomic_load(&f->st.naks_sent),
 	       (unsigned long long)atomic_load(&f->st.rnr_sent),
@@ -1109,7 +1148,8 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 	for (i = 1; i < SRDMA_DROP_MAX; i++)
 		if (atomic_load(&f->st.drops[i]))
 			printf(" %s %llu", srdma_drop_str((enum srdma_drop)i),
-			       (unsigned long long)atomic_load(&f->st.drops[i]));
+			       (unsigned long long)atomic_load(
+				       &f->st.drops[i]));
 	printf("\n");
 	fx_free(f);
 }
@@ -1140,6 +1180,7 @@ int main(void)
 		cmocka_unit_test(test_bad_rkey),
 		cmocka_unit_test(test_write_imm),
 		cmocka_unit_test(test_bad_length),
+		cmocka_unit_test(test_send_inv),
 		cmocka_unit_test(test_source_transport),
 		cmocka_unit_test(test_uc_gap),
 		cmocka_unit_test(test_srq),

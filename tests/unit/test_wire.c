@@ -670,7 +670,8 @@ static void test_drop_names(void **state)
 	assert_string_equal(srdma_drop_str(SRDMA_DROP_ICRC), "icrc");
 }
 
-/* The fast CRC against a bitwise one, over odd lengths and alignments. */
+/* The fast CRC (folding or tables) against a bitwise one, over odd
+ * lengths and alignments. */
 static uint32_t bitwise_crc(uint32_t crc, const uint8_t *p, size_t n)
 {
 	int k;
@@ -699,6 +700,13 @@ static void test_crc_fast_matches_bitwise(void **state)
 		for (len = 0; len < 70; len++)
 			assert_int_equal(srdma_crc32(0, data + off, len),
 					 bitwise_crc(0, data + off, len));
+	/* Lengths where the 16-byte folding (x86-64) takes over, with a
+	 * tail, from a running CRC. */
+	for (off = 0; off < 17; off += 3)
+		for (len = 60; len < 340; len += 7)
+			assert_int_equal(
+				srdma_crc32(0xdeadbeef, data + off, len),
+				bitwise_crc(0xdeadbeef, data + off, len));
 	assert_int_equal(srdma_crc32(0, data + 3, 4190),
 			 bitwise_crc(0, data + 3, 4190));
 	assert_int_equal(srdma_crc32(0x12345678, data + 1, 4096),

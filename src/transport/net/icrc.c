@@ -3,12 +3,13 @@
  * icrc.c - IEEE CRC-32 and the RoCEv2 ICRC over it (icrc.h says what is
  * covered and what is masked, and why).
  *
- * The CRC is table-driven, slicing-by-8: eight 256-entry tables built
- * once let the loop consume 8 bytes per step (a few GB/s, against some
- * hundreds of MB/s one byte at a time), with the byte-at-a-time loop for
- * the unaligned head and the tail. The unit test checks it against a
- * bitwise CRC computed in the test itself. A data path that needs more
- * would fold with PCLMUL; this is the portable one.
+ * The CRC folds 16 bytes per step with carry-less multiplication where
+ * the CPU has it (x86-64 PCLMULQDQ, checked once at run time: over
+ * 10 GB/s), and is table-driven elsewhere and for short pieces:
+ * slicing-by-8, eight 256-entry tables built once, 8 bytes per step
+ * (about 2 GB/s), with a byte-at-a-time loop for the unaligned head and
+ * the tail. The unit test checks both against a bitwise CRC computed in
+ * the test itself.
  *
  * srdma_icrc_iov() is the form the net transport uses: the packet as an
  * iovec (headers in one buffer, payload straight from registered memory)
@@ -19,6 +20,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "transport/net/icrc.h"
 
@@ -26,6 +30,7 @@ static uint32_t crc_table[8][256]; /* immutable after crc_once */
 /* The entry of crc_table[0] whose top byte is the index (the top bytes of
  * the 256 entries are all different): undoes one register step. */
 static uint8_t crc_untop[256]; /* immutable after crc_once */
+static bool crc_clmul;	       /* immutable after crc_once: use crc_fold */
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_table_init(void)
@@ -40,6 +45,10 @@ static void crc_table_init(void)
 	}
 	for (i = 0; i < 256; i++)
 		crc_untop[crc_table[0][i] >> 24] = (uint8_t)i;
+#if defined(__x86_64__)
+	crc_clmul = __builtin_cpu_supports("pclmul") &&
+		    __builtin_cpu_supports("sse4.1");
+#endif
 	/* Table k: the register effect of a byte followed by k zero bytes. */
 	for (i = 0; i < 256; i++)
 		for (k = 1; k < 8; k++)
@@ -48,9 +57,61 @@ static void crc_table_init(void)
 				(crc_table[k - 1][i] >> 8);
 }
 
+#if defined(__x86_64__)
+/*
+ * Carry-less multiplication folding (Intel's "Fast CRC Computation for
+ * Generic Polynomials Using PCLMULQDQ"), bit-reflected: the 128-bit
+ * remainder so far is multiplied by x^(128+32) and x^(128-32) mod P (its
+ * two halves) and added to the next 16 bytes, then 128 bits are reduced
+ * to 64, to 32, and by Barrett reduction to the register. The constants
+ * are those powers of x and mu = x^64 / P, all reflected; they are facts
+ * about the polynomial, and the unit test holds the result to a bitwise
+ * CRC. @len: a multiple of 16, at least 16.
+ */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t
+crc_fold(uint32_t reg, const uint8_t *p, size_t len)
+{
+	const __m128i k34 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+	const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124);
+	const __m128i pmu = _mm_set_epi64x(0x01f7011641, 0x01db710641);
+	const __m128i lo32 = _mm_set_epi32(0, -1, 0, -1);
+	__m128i x, t;
+
+	x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p),
+			  _mm_cvtsi32_si128((int)reg));
+	for (p += 16, len -= 16; len; p += 16, len -= 16) {
+		t = _mm_clmulepi64_si128(x, k34, 0x00);
+		x = _mm_clmulepi64_si128(x, k34, 0x11);
+		x = _mm_xor_si128(x, t);
+		x = _mm_xor_si128(x, _mm_loadu_si128((const __m128i *)p));
+	}
+	/* 128 bits to 64 */
+	t = _mm_clmulepi64_si128(x, k34, 0x10);
+	x = _mm_xor_si128(_mm_srli_si128(x, 8), t);
+	/* 64 bits to 32 */
+	t = _mm_srli_si128(x, 4);
+	x = _mm_clmulepi64_si128(_mm_and_si128(x, lo32), k5, 0x00);
+	x = _mm_xor_si128(x, t);
+	/* Barrett reduction */
+	t = _mm_clmulepi64_si128(_mm_and_si128(x, lo32), pmu, 0x10);
+	t = _mm_clmulepi64_si128(_mm_and_si128(t, lo32), pmu, 0x00);
+	x = _mm_xor_si128(x, t);
+	return (uint32_t)_mm_extract_epi32(x, 1);
+}
+#endif
+
 /* The raw register update: no pre- or post-inversion. */
 static uint32_t crc_update(uint32_t reg, const uint8_t *p, size_t len)
 {
+#if defined(__x86_64__)
+	if (crc_clmul && len >= 64) {
+		size_t n = len & ~(size_t)15;
+
+		reg = crc_fold(reg, p, n);
+		p += n;
+		len -= n;
+	}
+#endif
 	while (len && ((uintptr_t)p & 7)) {
 		reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
 		len--;

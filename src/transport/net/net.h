@@ -185,6 +185,9 @@ struct srdma_net_ep_stats {
 	_Atomic uint64_t wakeups;	/* progress thread wake-ups */
 	_Atomic uint64_t inline_rx;	/* received by srdma_net_progress */
 	_Atomic uint64_t drops[SRDMA_DROP_MAX]; /* every drop, by cause */
+	/* IPv4 ICRCs right only for another IP identification or DF
+	 * (SRDMA_NET_ICRC=lenient; wire.h srdma_wire_icrc_verify) */
+	_Atomic uint64_t icrc_other_id;
 };
 
 /* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
@@ -247,17 +250,11 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
  * context's sockets, up to @budget datagrams, and run expired timers,
  * without blocking: a polling application's ibv_poll_cq calls this so a
  * packet need not wait for the progress thread to wake. Only one thread
- * drains at a time; the others return at once.
+ * drains at a time; the others return at once. SRDMA_NET_INLINE=0 makes
+ * it return 0 at once (all receiving is the progress thread's).
  * Return: datagrams handled.
  */
 int srdma_net_progress(struct srdma_context *ctx, int budget);
-
-/**
- * srdma_net_poll() - srdma_net_progress() for ibv_poll_cq on an empty CQ,
- * when @ctx has an endpoint and SRDMA_NET_INLINE is not 0; otherwise
- * nothing (one atomic load). Return: datagrams handled.
- */
-int srdma_net_poll(struct srdma_context *ctx);
 
 /* Wake the progress thread: a timer earlier than the one it sleeps on was
  * armed (deadline_ns lowered). Cheap when nothing changes. */

@@ -123,6 +123,14 @@ static uint32_t mtu_bytes(enum ibv_mtu m)
 	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128u << m : 1024u;
 }
 
+/* The path MTU is part of the path: written with both locks held. */
+static void set_mtu(struct srdma_net_qp *nq, enum ibv_mtu m)
+{
+	pthread_mutex_lock(&nq->resp_lock);
+	nq->mtu = mtu_bytes(m);
+	pthread_mutex_unlock(&nq->resp_lock);
+}
+
 /* Fill @p from the address vector @ah: our GID at its sgid_index to its
  * dgid. Return: 0, or -EINVAL when the AV names no GID of ours. */
 static int path_from_av(struct srdma_context *ctx, const struct ibv_ah_attr *ah,
@@ -212,7 +220,7 @@ static int modify_rtr(struct srdma_qp *qp, struct srdma_net_qp *nq,
 				  "this host only", nq->qpn, ret);
 	}
 	if (mask & IBV_QP_PATH_MTU)
-		nq->mtu = mtu_bytes(attr->path_mtu);
+		set_mtu(nq, attr->path_mtu);
 	if (mask & IBV_QP_RQ_PSN) {
 		pthread_mutex_lock(&nq->resp_lock);
 		srdma_netresp_reset(nq, attr->rq_psn & 0xffffff);
@@ -256,7 +264,7 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
 		if (ret)
 			return ret;
 	} else if (mask & IBV_QP_PATH_MTU) {
-		nq->mtu = mtu_bytes(attr->path_mtu);
+		set_mtu(nq, attr->path_mtu);
 	}
 	if (mask & IBV_QP_SQ_PSN) {
 		srdma_netreq_reset(nq, attr->sq_psn & 0xffffff);

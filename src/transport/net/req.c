@@ -39,8 +39,12 @@
  * PSN sequence NAK acknowledges what precedes it and rewinds; other NAKs
  * fail the WQE with the remote status. RNR NAKs wait the responder's
  * timer and rewind, within rnr_retry; the retransmit timer (4.096 us x
- * 2^timeout) rewinds within retry_cnt (7: forever, as rxe), then fails
- * the WQE with RETRY_EXC_ERR: how a peer that vanished is reported.
+ * 2^timeout) rewinds within retry_cnt, then fails the WQE with
+ * RETRY_EXC_ERR: how a peer that vanished is reported. retry_cnt 7 means
+ * 7 retries, as IBTA and ConnectX have it and as the host transport
+ * does (rxe alone retries forever; with it a perftest survivor, which
+ * asks for 7, would never learn that its peer died). rnr_retry 7 is
+ * infinite, as everywhere.
  * Every response is checked against what is outstanding (PSN range,
  * opcode expected for the WQE at that PSN, payload length) before it is
  * used; anything else is dropped, counted and explained (SRDMA_LOG).
@@ -905,8 +909,7 @@ static void retry(struct srdma_netreq *r, uint64_t now, const char *why)
 		complete_head(r, IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
-	if (r->retry_left != 7)
-		r->retry_left--;
+	r->retry_left--;
 	srdma_dbg("QP %#x: %s, retransmit from PSN %#x (%d retries left)",
 		  qpn(r), why, r->comp_psn, r->retry_left);
 	r->started_retry = true;

@@ -49,12 +49,14 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
 #include "core/dp.h"
 #include "engine/responder.h"
+#include "transport/net/gid.h"
 #include "transport/net/net.h"
 #include "util/log.h"
 
@@ -102,6 +104,11 @@ struct tx_slot {
 struct srdma_netresp {
 	struct srdma_net_qp *nq;	/* immutable */
 	uint32_t epsn;			/* next PSN expected */
+	uint32_t ack_psn;		/* after the last SEND/WRITE packet
+					 * taken: a duplicate SEND or WRITE is
+					 * ACKed with ack_psn - 1, never with
+					 * a READ's PSN (which would complete
+					 * the READ without its data) */
 	uint32_t msn;			/* messages completed (24 bits) */
 	bool psn_nak;			/* RC: sequence NAK sent for epsn */
 	bool uc_drop;			/* UC: dropping to the next FIRST */
@@ -126,9 +133,11 @@ struct srdma_netresp {
 	int nslots, ntx;
 	struct tx_slot slot1;
 	/* Kept across resets: our own QP as the engine's target, taken on
-	 * first use (a reference on the self peer), dropped at free. */
+	 * first use (a reference on the self peer), dropped at free; and
+	 * the port's active MTU then (UD's limit). */
 	bool have_t;
 	struct srdma_target t;
+	uint32_t port_mtu;
 };
 
 /* What handling a request decided, when it is not plain success. */
@@ -157,12 +166,27 @@ static bool op_is_atomic(uint8_t op)
 	return op == SRDMA_OP_CMP_SWAP || op == SRDMA_OP_FETCH_ADD;
 }
 
+/* Count and explain a dropped request (the endpoint logs it once). */
 static void drop(struct srdma_netresp *r, const struct srdma_pkt *pkt,
 		 enum srdma_drop d, const char *why)
 {
-	srdma_dbg("QP %#x: drop opcode %#x PSN %#x (ePSN %#x): %s",
-		  r->nq->qpn, pkt->opcode, pkt->psn, r->epsn, why);
+	char buf[192];
+
+	if (srdma_log_level >= SRDMA_LOG_DEBUG) {
+		snprintf(buf, sizeof(buf),
+			 "%s (opcode %#x PSN %#x, ePSN %#x)", why,
+			 pkt->opcode, pkt->psn, r->epsn);
+		why = buf;
+	}
 	srdma_net_drop(r->nq->ctx, r->nq, d, why);
+}
+
+/* ePSN moves: `srdma status` shows it (nq->st->rq_psn). */
+static void set_epsn(struct srdma_netresp *r, uint32_t psn)
+{
+	r->epsn = psn & 0xffffff;
+	atomic_store_explicit(&r->nq->st->rq_psn, r->epsn,
+			      memory_order_relaxed);
 }
 
 /* ---- sending ------------------------------------------------------------- */
@@ -297,19 +321,23 @@ static void send_atomic_ack(struct srdma_netresp *r, uint32_t psn,
 
 /*
  * The READ responses for [va, va + len) under @rkey, PSNs from @psn on:
- * ONLY or FIRST, MIDDLE..., LAST when @fresh (the request's first PSN),
- * else, replaying from inside the response, MIDDLE... and LAST (rxe). The
- * key is checked again for every packet's bytes.
- * Return: 0, or the verdict with the PSN that failed in *@bad_psn.
+ * ONLY, or FIRST, MIDDLE..., LAST. A duplicate READ that starts inside
+ * the original (a requester asking again for what it is missing) is
+ * answered the same way, as a READ of its own range: our requester
+ * expects FIRST or ONLY at the PSN of every READ request it sends. (rxe's
+ * responder continues with MIDDLE/LAST there instead; see
+ * docs/design/net-responder.md.) The key is checked again for every
+ * packet's bytes. Return: 0, or the verdict with the PSN that failed in
+ * *@bad_psn.
  */
 static enum verdict read_reply(struct srdma_netresp *r,
 			       struct srdma_target *t, uint64_t va,
 			       uint32_t rkey, uint32_t len, uint32_t psn,
-			       bool fresh, uint32_t *bad_psn)
+			       uint32_t *bad_psn)
 {
 	uint32_t mtu = r->nq->mtu;
 	uint64_t off = 0;
-	bool first = fresh;
+	bool first = true;
 
 	do {
 		uint32_t n = len - off < mtu ? (uint32_t)(len - off) : mtu;
@@ -713,12 +741,12 @@ static enum verdict do_read(struct srdma_netresp *r, struct srdma_target *t,
 	s->rkey = pkt->rkey;
 	s->len = pkt->dma_len;
 	r->msn = (r->msn + 1) & 0xffffff;
-	v = read_reply(r, t, pkt->va, pkt->rkey, pkt->dma_len, pkt->psn, true,
+	v = read_reply(r, t, pkt->va, pkt->rkey, pkt->dma_len, pkt->psn,
 		       bad_psn);
 	if (v != V_OK)
 		s->type = RES_NONE;
 	/* The responses used the request's PSNs up to last_psn. */
-	r->epsn = srdma_psn_add(s->last_psn, 1);
+	set_epsn(r, srdma_psn_add(s->last_psn, 1));
 	return v;
 }
 
@@ -756,7 +784,7 @@ static enum verdict do_atomic(struct srdma_netresp *r, struct srdma_target *t,
 	s->orig = orig;
 	r->msn = (r->msn + 1) & 0xffffff;
 	send_atomic_ack(r, pkt->psn, orig);
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
 	return V_OK;
 }
 
@@ -773,7 +801,7 @@ static void rc_duplicate(struct srdma_netresp *r, struct srdma_target *t,
 	atomic_fetch_add_explicit(&r->nq->st->dups_rcvd, 1,
 				  memory_order_relaxed);
 	if (op_is_send(op) || op_is_write(op)) {
-		send_ack(r, SRDMA_AETH_ACK, srdma_psn_add(r->epsn, 0xffffff));
+		send_ack(r, SRDMA_AETH_ACK, srdma_psn_add(r->ack_psn, 0xffffff));
 		return;
 	}
 	if (op == SRDMA_OP_READ_REQ) {
@@ -796,8 +824,7 @@ static void rc_duplicate(struct srdma_netresp *r, struct srdma_target *t,
 			return;
 		}
 		if (read_reply(r, t, pkt->va, pkt->rkey, pkt->dma_len,
-			       pkt->psn, pkt->psn == s->first_psn,
-			       &bad_psn) != V_OK) {
+			       pkt->psn, &bad_psn) != V_OK) {
 			srdma_dbg("QP %#x: READ replay PSN %#x: rkey %#x refused",
 				  r->nq->qpn, bad_psn, pkt->rkey);
 			send_ack(r, SRDMA_AETH_NAK_ACC, bad_psn);
@@ -825,6 +852,7 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	int32_t d = srdma_psn_cmp(pkt->psn, r->epsn);
 	uint32_t event = 0, nak_psn = pkt->psn;
 	enum verdict v;
+	uint8_t syn;
 
 	if (d > 0) {
 		if (r->psn_nak) {
@@ -879,6 +907,8 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	case V_RNR:
 		/* Like a sequence NAK: what follows in the requester's
 		 * window is dropped silently until it retries ePSN. */
+		srdma_dbg("QP %#x: PSN %#x: no receive WQE, RNR NAK",
+			  r->nq->qpn, pkt->psn);
 		send_ack(r, SRDMA_AETH_RNR(t->qp->min_rnr_timer), pkt->psn);
 		r->psn_nak = true;
 		return;
@@ -887,7 +917,8 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	default:
 		goto fail;
 	}
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
+	r->ack_psn = r->epsn;
 	if (hdrs & SRDMA_HDR_LAST)
 		r->msn = (r->msn + 1) & 0xffffff;
 	if (pkt->ackreq)
@@ -900,9 +931,11 @@ fail:
 	if (r->have_wqe && r->consumed)
 		wqe_fail(r, t, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR);
 	wqe_forget(r);
-	send_ack(r, v == V_NAK_INV ? SRDMA_AETH_NAK_INV :
-		    v == V_NAK_ACC ? SRDMA_AETH_NAK_ACC : SRDMA_AETH_NAK_OPS,
-		 nak_psn);
+	syn = v == V_NAK_INV ? SRDMA_AETH_NAK_INV :
+	      v == V_NAK_ACC ? SRDMA_AETH_NAK_ACC : SRDMA_AETH_NAK_OPS;
+	srdma_dbg("QP %#x: opcode %#x PSN %#x refused: NAK %#x, QP to ERR",
+		  r->nq->qpn, pkt->opcode, nak_psn, syn);
+	send_ack(r, syn, nak_psn);
 	r->cur = MSG_NONE;
 	srdma_resp_qp_error(t, event);
 }
@@ -927,7 +960,7 @@ static void uc_input(struct srdma_netresp *r, struct srdma_target *t,
 		if (!(hdrs & SRDMA_HDR_FIRST)) {
 			uc_abandon(r);
 			r->uc_drop = true;
-			r->epsn = srdma_psn_add(pkt->psn, 1);
+			set_epsn(r, srdma_psn_add(pkt->psn, 1));
 			drop(r, pkt, SRDMA_DROP_PSN,
 			     "UC: dropping to the next FIRST/ONLY");
 			return;
@@ -935,7 +968,7 @@ static void uc_input(struct srdma_netresp *r, struct srdma_target *t,
 		r->uc_drop = false;
 		uc_abandon(r);
 	}
-	r->epsn = srdma_psn_add(pkt->psn, 1);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
 	if ((hdrs & SRDMA_HDR_FIRST) && r->cur != MSG_NONE)
 		uc_abandon(r);		/* its LAST never came */
 	if (!seq_ok(r, op, hdrs) || !length_ok(pkt, hdrs, r->nq->mtu)) {
@@ -990,7 +1023,7 @@ static void ud_input(struct srdma_netresp *r, struct srdma_target *t,
 		     const struct srdma_wire_path *from)
 {
 	uint8_t op = pkt->opcode & 0x1f;
-	uint32_t mtu = r->nq->mtu ? r->nq->mtu : MAX_MTU;
+	uint32_t mtu = r->port_mtu;
 	struct srdma_shm_cqe c = { 0 };
 	struct srdma_rq_hold h;
 	uint8_t grh[GRH_BYTES];
@@ -1069,8 +1102,10 @@ static uint8_t qp_transport(enum ibv_qp_type type)
 static struct srdma_target *target(struct srdma_netresp *r)
 {
 	if (!r->have_t &&
-	    !srdma_resp_self(r->nq->ctx, r->nq->qpn, &r->t))
+	    !srdma_resp_self(r->nq->ctx, r->nq->qpn, &r->t)) {
 		r->have_t = true;
+		r->port_mtu = 128u << srdma_gid_active_mtu(&r->nq->ctx->gids);
+	}
 	return r->have_t ? &r->t : NULL;
 }
 
@@ -1178,7 +1213,8 @@ void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 	}
 	memset(r, 0, offsetof(struct srdma_netresp, slots));
 	r->nq = nq;
-	r->epsn = rq_psn & 0xffffff;
+	set_epsn(r, rq_psn);
+	r->ack_psn = r->epsn;
 	/*
 	 * The ring holds as many resources as any QP may have outstanding
 	 * (the device's max_qp_rd_atom): never fewer than the QP's
