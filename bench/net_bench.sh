@@ -179,7 +179,7 @@ perf()
 
 	shift 4
 	echo "== MTU $mtu: $*"
-	if bash "$net_pair" --reuse-hosts --timeout 150 \
+	if bash "$net_pair" --reuse-hosts --timeout 90 \
 		--client-log "$out/client" "$kind" "$srdma" "$@" \
 		>"$out/pair" 2>&1; then
 		grep -E '^ *#bytes|^ *[0-9]+ +[0-9]+ ' "$out/client"

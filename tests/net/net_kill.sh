@@ -141,6 +141,12 @@ one_run()
 		failures=$((failures + 1))
 		echo "net kill: FAIL $prog $*: $victim killed at $delay ms;" \
 			"$survivor still running after $BOUND s"
+		echo "----- $survivor threads (name, state, kernel wait)"
+		for i in /proc/"$surv_pid"/task/*; do
+			echo "  $(cat "$i/comm" 2>/dev/null)" \
+				"$(awk '{ print $3 }' "$i/stat" 2>/dev/null)" \
+				"$(cat "$i/wchan" 2>/dev/null)"
+		done
 		echo "----- $survivor output"
 		tail -n 8 "$work/$survivor"
 		stop "$surv_pid"

@@ -16,7 +16,8 @@
 #                    each side with its own seed: SRDMA_NET_FAULT_SEED=SEED
 #                    (server) and SEED+1 (client)
 #   --seed SEED      default: from the clock; printed, to repeat a run
-#   --tag T          hosts.sh tag (default np<pid>)
+#   --tag T          hosts.sh tag T.<pid> (default np<pid>): the pid keeps
+#                    two runs of one test (two build trees) apart
 #   --reuse-hosts    use the two hosts of $SRDMA_NET_TAG as they are (made
 #                    by the caller, who also removes them): --mtu ignored
 #   --client-log F   copy the client's output to F (net_bench.sh reads it)
@@ -81,7 +82,7 @@ while [ $# -gt 0 ]; do
 	--mtu) mtu=${2:?}; shift 2 ;;
 	--fault) fault=${2:?}; shift 2 ;;
 	--seed) seed=${2:?}; shift 2 ;;
-	--tag) tag=${2:?}; shift 2 ;;
+	--tag) tag=${2:?}.$$; shift 2 ;;
 	--reuse-hosts) reuse=1; shift ;;
 	--ipv6) family=-6; shift ;;
 	--link-local) family=ll; shift ;;
