@@ -25,10 +25,6 @@ set(SRDMA_NET_DIR ${CMAKE_CURRENT_LIST_DIR})
 # soon as it passes; once the list is empty, delete it.
 option(SRDMA_NET_PENDING "run the net tests that wait for the transport" OFF)
 set(SRDMA_NET_WAITING
-	# A link-local destination GID (fe80::, index 0): send() fails with
-	# EINVAL (no interface scope on the socket address), the requester
-	# ends with RETRY_EXC_ERR.
-	net.rc_pingpong_linklocal
 	# func_test_dp_async sends no packet under SRDMA_TRANSPORT=net (its
 	# QPs report "net transport" at RTR); func_test_dp_rc fails now and
 	# then over the wire (test_uc_write_bad_rkey_dropped: "UC WRITE data";

@@ -1325,6 +1325,26 @@ static void test_lossy_responder(void **state)
 	lossy_run(3, 10, 10);
 }
 
+static void test_nak_seq_atomics(void **state)
+{
+	int i;
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(post_wr(i + 1, IBV_WR_ATOMIC_FETCH_AND_ADD,
+					 64 + 8 * i, 8, 0, 0x3000),
+				 0);
+	assert_int_equal(E.npk, 4);
+	/* The first request was lost: the responder NAKs its PSN. */
+	respond(SRDMA_OP_ACK, 0, SRDMA_AETH_NAK_PSN, NULL, 0, 0);
+	assert_int_equal(E.npk, 8);
+	assert_int_equal(E.pk[4].p.psn, 0);
+	for (i = 0; i < 4; i++)
+		respond(SRDMA_OP_ATOMIC_ACK, i, SRDMA_AETH_ACK, NULL, 0, i);
+	assert_int_equal(E.nc, 4);
+	env_down();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1342,6 +1362,7 @@ int main(void)
 		cmocka_unit_test(test_atomic),
 		cmocka_unit_test(test_max_rd_atomic),
 		cmocka_unit_test(test_fence_waits_for_read),
+		cmocka_unit_test(test_nak_seq_atomics),
 		cmocka_unit_test(test_lossy_responder),
 		cmocka_unit_test(test_error_naks),
 		cmocka_unit_test(test_local_protection),

@@ -555,6 +555,27 @@ static void test_icrc_lenient_ipv4(void **state)
 				 SRDMA_ICRC_BAD);
 	}
 
+	/* A tail longer than any datagram still works (2^17 and beyond). */
+	{
+		size_t big = 200000 + 3 * 4;
+		uint8_t *h = calloc(1, big), ip[40], udp[8];
+		uint32_t want, got;
+
+		assert_non_null(h);
+		h[0] = 0x04;
+		h[big / 2] = 0x5a;
+		srdma_wire_ip_udp(&path, big + 4, ip, udp);
+		want = srdma_icrc(ip, udp, h, big);
+		ip[4] = 0xbe;
+		ip[5] = 0xef;
+		got = srdma_icrc(ip, udp, h, big);
+		assert_true(srdma_icrc_ipv4_explain(got, want, 13 + 8 + big,
+						    &id, &df));
+		assert_int_equal(id, 0xbeef);
+		assert_true(df);
+		free(h);
+	}
+
 	/* More Fragments or a fragment offset is no identification. */
 	memset(pkt, 0x33, 32);
 	pkt[0] = 0x04;

@@ -56,6 +56,7 @@
 
 #include "core/core.h"
 #include "transport/net/demux.h"
+#include "transport/net/gid.h"
 #include "transport/net/net.h"
 #include "transport/net/netfault.h"
 #include "transport/net/pcap.h"
@@ -881,16 +882,35 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 
 /* ---- sending ---------------------------------------------------------------- */
 
-static void fill_msg(struct msghdr *mh, struct sockaddr_in6 *to, void *cbuf,
-		     size_t clen, const struct srdma_wire_path *p,
-		     const struct iovec *iov, int n)
+/* The interface of our link-local source address @sip (fe80::/10), from
+ * the GID table; 0 for any other address. A link-local destination is
+ * only reachable through a named interface. */
+static uint32_t link_local_ifindex(const struct srdma_net_ctx *ep,
+				   const uint8_t sip[16])
 {
+	union ibv_gid g;
+	int i;
+
+	if (sip[0] != 0xfe || (sip[1] & 0xc0) != 0x80)
+		return 0;
+	memcpy(g.raw, sip, 16);
+	i = srdma_gid_find(&ep->ctx->gids, &g);
+	return i < 0 ? 0 : ep->ctx->gids.e[i].ifindex;
+}
+
+static void fill_msg(const struct srdma_net_ctx *ep, struct msghdr *mh,
+		     struct sockaddr_in6 *to, void *cbuf, size_t clen,
+		     const struct srdma_wire_path *p, const struct iovec *iov,
+		     int n)
+{
+	uint32_t ifindex = link_local_ifindex(ep, p->sip);
 	struct in6_pktinfo pi;
 	struct cmsghdr *c;
 
 	memset(to, 0, sizeof(*to));
 	to->sin6_family = AF_INET6;
 	to->sin6_port = htons(p->dport);
+	to->sin6_scope_id = ifindex;
 	memcpy(&to->sin6_addr, p->dip, 16);
 	memset(mh, 0, sizeof(*mh));
 	mh->msg_name = to;
@@ -905,6 +925,7 @@ static void fill_msg(struct msghdr *mh, struct sockaddr_in6 *to, void *cbuf,
 	c->cmsg_len = CMSG_LEN(sizeof(pi));
 	memset(&pi, 0, sizeof(pi));
 	memcpy(&pi.ipi6_addr, p->sip, 16);
+	pi.ipi6_ifindex = ifindex;
 	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
 }
 
@@ -940,7 +961,7 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 				k = i;
 				break;
 			}
-			fill_msg(&mm[i].msg_hdr, &to[i], cb[i].buf,
+			fill_msg(ep, &mm[i].msg_hdr, &to[i], cb[i].buf,
 				 sizeof(cb[i].buf), x->path, x->iov, x->n);
 		}
 		if (!k)

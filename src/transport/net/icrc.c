@@ -30,8 +30,34 @@ static uint32_t crc_table[8][256]; /* immutable after crc_once */
 /* The entry of crc_table[0] whose top byte is the index (the top bytes of
  * the 256 entries are all different): undoes one register step. */
 static uint8_t crc_untop[256]; /* immutable after crc_once */
-static bool crc_clmul;	       /* immutable after crc_once: use crc_fold */
+/* unzero[k]: undoing 2^k steps over zero bytes, as a GF(2) matrix (column
+ * i is the image of bit i): srdma_icrc_ipv4_explain walks back in
+ * log2(tail) matrix products instead of tail table lookups. */
+#define UNZERO_LEVELS 17
+static uint32_t unzero[UNZERO_LEVELS][32]; /* immutable after crc_once */
+static bool crc_clmul; /* immutable after crc_once: use crc_fold */
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+/* One step of the register over a zero byte, undone: the top byte of the
+ * result names the table entry that was added. Linear. */
+static uint32_t unstep_zero(uint32_t reg)
+{
+	uint8_t idx = crc_untop[reg >> 24];
+
+	return (reg ^ crc_table[0][idx]) << 8 | idx;
+}
+
+/* The GF(2) matrix @m (columns) times the vector @v. */
+static uint32_t gf2_apply(const uint32_t m[32], uint32_t v)
+{
+	uint32_t r = 0;
+	int i;
+
+	for (i = 0; v; i++, v >>= 1)
+		if (v & 1)
+			r ^= m[i];
+	return r;
+}
 
 static void crc_table_init(void)
 {
@@ -55,6 +81,13 @@ static void crc_table_init(void)
 			crc_table[k][i] =
 				crc_table[0][crc_table[k - 1][i] & 0xff] ^
 				(crc_table[k - 1][i] >> 8);
+	/* One zero step undone is linear (see unstep_zero); square it. */
+	for (i = 0; i < 32; i++)
+		unzero[0][i] = unstep_zero(1u << i);
+	for (k = 1; k < UNZERO_LEVELS; k++)
+		for (i = 0; i < 32; i++)
+			unzero[k][i] =
+				gf2_apply(unzero[k - 1], unzero[k - 1][i]);
 }
 
 #if defined(__x86_64__)
@@ -240,15 +273,11 @@ uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
  * zero byte and tail the bytes after byte 6. Z is invertible (the top
  * byte of a table entry names the entry), so undoing tail zero steps on
  * the difference of the two ICRCs gives G(delta), and G, injective for
- * three bytes, is undone three steps back to a zero register. Cost: one
- * table lookup per covered byte, like computing the CRC again.
+ * three bytes, is undone three steps back to a zero register. Z^-tail
+ * is a product of the precomputed Z^-(2^k) (unzero[], 32x32 bit
+ * matrices), one per set bit of tail: a few hundred operations, whatever
+ * the packet's length (on top of the ICRC computed for the check).
  */
-static uint32_t unstep_zero(uint32_t reg)
-{
-	uint8_t idx = crc_untop[reg >> 24];
-
-	return (reg ^ crc_table[0][idx]) << 8 | idx;
-}
 
 bool srdma_icrc_ipv4_explain(uint32_t got, uint32_t want, size_t tail,
 			     uint16_t *id, bool *df)
@@ -259,8 +288,14 @@ bool srdma_icrc_ipv4_explain(uint32_t got, uint32_t want, size_t tail,
 	int k;
 
 	pthread_once(&crc_once, crc_table_init);
-	while (tail--)
-		v = unstep_zero(v);
+	for (k = 0; tail && k < UNZERO_LEVELS; k++, tail >>= 1)
+		if (tail & 1)
+			v = gf2_apply(unzero[k], v);
+	/* What is left counts 2^17 steps (no UDP datagram is that long). */
+	for (; tail; tail--) {
+		v = gf2_apply(unzero[UNZERO_LEVELS - 1], v);
+		v = gf2_apply(unzero[UNZERO_LEVELS - 1], v);
+	}
 	/*
 	 * Three steps back from v to a zero register. Step k took register
 	 * r_k and byte b_k to t[i_k] ^ (r_k >> 8), i_k = (r_k ^ b_k) & 0xff:

@@ -1077,9 +1077,13 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 		/* Past the head's last PSN. */
 		if (is_rd_atomic(w->opcode)) {
 			/* Its response was lost: implied NAK. */
+			srdma_dbg("QP %#x: response %#x (syndrome %#x) at PSN %#x is past the unanswered READ/atomic at PSN %#x%s",
+				  qpn(r), pkt->opcode, pkt->syndrome,
+				  pkt->psn, w->first_psn,
+				  r->started_retry ? ", already resent" : "");
 			if (r->started_retry)
 				return;
-			retry(r, now, "response past an unanswered READ/atomic");
+			retry(r, now, "implied NAK");
 			return;
 		}
 		r->comp_psn = (last_psn(w) + 1) & NR_PSN_MASK;
@@ -1111,8 +1115,11 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 		}
 		if (pkt->syndrome == SRDMA_AETH_NAK_PSN) {
 			count(&r->nq->st->naks_rcvd, 1);
-			if (r->rnr_ns)
+			if (r->rnr_ns) {
+				srdma_dbg("QP %#x: sequence NAK at PSN %#x ignored: RNR wait",
+					  qpn(r), pkt->psn);
 				return;	/* the RNR wait goes back anyway */
+			}
 			if (is_rd_atomic(w->opcode) &&
 			    pkt->psn != r->comp_psn) {
 				drop(r, SRDMA_DROP_PSN,
@@ -1123,6 +1130,8 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 				r->comp_psn = pkt->psn;
 				progress(r, now);
 			} else if (r->started_retry) {
+				srdma_dbg("QP %#x: sequence NAK at PSN %#x ignored: already resent from there",
+					  qpn(r), pkt->psn);
 				return;	/* already going back there */
 			}
 			retry(r, now, "PSN sequence NAK");
