@@ -827,8 +827,9 @@ static void rc_duplicate(struct srdma_netresp *r, struct srdma_target *t,
 			       pkt->psn, &bad_psn) != V_OK) {
 			srdma_dbg("QP %#x: READ replay PSN %#x: rkey %#x refused",
 				  r->nq->qpn, bad_psn, pkt->rkey);
-			send_ack(r, SRDMA_AETH_NAK_ACC, bad_psn);
+			/* ERR first: see the end of rc_input(). */
 			srdma_resp_qp_error(t, IBV_EVENT_QP_ACCESS_ERR);
+			send_ack(r, SRDMA_AETH_NAK_ACC, bad_psn);
 		}
 		return;
 	}
@@ -935,9 +936,12 @@ fail:
 	      v == V_NAK_ACC ? SRDMA_AETH_NAK_ACC : SRDMA_AETH_NAK_OPS;
 	srdma_dbg("QP %#x: opcode %#x PSN %#x refused: NAK %#x, QP to ERR",
 		  r->nq->qpn, pkt->opcode, nak_psn, syn);
-	send_ack(r, syn, nak_psn);
 	r->cur = MSG_NONE;
+	/* The QP is in ERR (its flushes and async event posted) BEFORE the
+	 * NAK leaves, as on a NIC and on one host: a requester that sees
+	 * its error completion and then queries this QP finds ERR. */
 	srdma_resp_qp_error(t, event);
+	send_ack(r, syn, nak_psn);
 }
 
 /* ---- UC ------------------------------------------------------------------------ */
