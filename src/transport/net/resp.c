@@ -23,9 +23,10 @@
  *   - Resources: a ring of max_dest_rd_atomic entries (rounded up to a
  *     power of two, at least one), reused oldest first.
  *   - ACK when the packet asks (AckReq), cumulative; atomics always get
- *     their ATOMIC_ACK, READs their responses; errors get a NAK carrying
- *     the failing packet's PSN and move the QP to ERR (invalid request
- *     0x61, remote access 0x62, remote operational 0x63), except RNR: an
+ *     their ATOMIC_ACK, READs their responses; errors move the QP to
+ *     ERR (async event posted) and THEN send a NAK carrying the failing
+ *     packet's PSN (invalid request 0x61, remote access 0x62, remote
+ *     operational 0x63), so the requester never sees RTS after it; RNR: an
  *     RNR NAK with the QP's min_rnr_timer, ePSN not advanced.
  *   - MSN counts completed messages and goes into every AETH.
  * UC: no answers; on a PSN gap the rest of the message is dropped until a
