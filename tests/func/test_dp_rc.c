@@ -1228,6 +1228,7 @@ static void test_dereg_busy_with_bound_windows(void **state)
 static void test_uc_write_bad_rkey_dropped(void **state)
 {
 	struct ibv_wc wc;
+	uint64_t t0;
 
 	pair(IBV_QPT_UC, IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE);
 	assert_int_equal(dp_post(A.qp, 0xf0, IBV_WR_RDMA_WRITE,
@@ -1245,6 +1246,11 @@ static void test_uc_write_bad_rkey_dropped(void **state)
 				 (uintptr_t)B.buf, B.mr->rkey),
 			 0);
 	dp_expect_wc(A.cq, IBV_WC_SUCCESS, &wc, "UC WRITE");
+	/* A UC requester completes when its packets are sent, not when
+	 * they land (no ACK): over the wire the data may follow shortly. */
+	t0 = dp_now_ms();
+	while (*(volatile char *)&B.buf[15] != 0x44 && dp_now_ms() - t0 < 2000)
+		usleep(1000);
 	fu_expect(B.buf[15] == 0x44, "UC WRITE data");
 	fu_done();
 }

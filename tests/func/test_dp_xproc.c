@@ -459,8 +459,12 @@ static void test_xproc_peer_death(void **state)
 	alarm(10);
 	pid = xp_spawn(&fd, death_child, 10);
 	assert_int_equal(xp_open(&x, NULL, 4096, XP_ACCESS), 0);
-	/* timeout 10 (~4 ms) x (retry_cnt 1 + 1): a short retry budget */
-	parent_handshake(fd, &x, &peer, 10, 1);
+	/* timeout 14 (~67 ms) x (retry_cnt 1 + 1): a short retry budget,
+	 * ~134 ms a QP. Not shorter: over the wire the live peer's
+	 * responder is a thread of a process the scheduler of a loaded
+	 * machine may leave off-CPU for several ms (timeout 10, ~8 ms in
+	 * all, timed a live peer out now and then). */
+	parent_handshake(fd, &x, &peer, 14, 1);
 	fu_expect_int(
 		xp_do(&x, 0, IBV_WR_SEND, x.buf, 16, x.mr->lkey, 0, 0, 0, NULL),
 		IBV_WC_SUCCESS, "SEND to the live peer");

@@ -23,9 +23,10 @@
  *   - Resources: a ring of max_dest_rd_atomic entries (rounded up to a
  *     power of two, at least one), reused oldest first.
  *   - ACK when the packet asks (AckReq), cumulative; atomics always get
- *     their ATOMIC_ACK, READs their responses; errors get a NAK carrying
- *     the failing packet's PSN and move the QP to ERR (invalid request
- *     0x61, remote access 0x62, remote operational 0x63), except RNR: an
+ *     their ATOMIC_ACK, READs their responses; errors move the QP to
+ *     ERR (async event posted) and THEN send a NAK carrying the failing
+ *     packet's PSN (invalid request 0x61, remote access 0x62, remote
+ *     operational 0x63), so the requester never sees RTS after it; RNR: an
  *     RNR NAK with the QP's min_rnr_timer, ePSN not advanced.
  *   - MSN counts completed messages and goes into every AETH.
  * UC: no answers; on a PSN gap the rest of the message is dropped until a
@@ -827,8 +828,9 @@ static void rc_duplicate(struct srdma_netresp *r, struct srdma_target *t,
 			       pkt->psn, &bad_psn) != V_OK) {
 			srdma_dbg("QP %#x: READ replay PSN %#x: rkey %#x refused",
 				  r->nq->qpn, bad_psn, pkt->rkey);
-			send_ack(r, SRDMA_AETH_NAK_ACC, bad_psn);
+			/* ERR first: see the end of rc_input(). */
 			srdma_resp_qp_error(t, IBV_EVENT_QP_ACCESS_ERR);
+			send_ack(r, SRDMA_AETH_NAK_ACC, bad_psn);
 		}
 		return;
 	}
@@ -935,9 +937,12 @@ fail:
 	      v == V_NAK_ACC ? SRDMA_AETH_NAK_ACC : SRDMA_AETH_NAK_OPS;
 	srdma_dbg("QP %#x: opcode %#x PSN %#x refused: NAK %#x, QP to ERR",
 		  r->nq->qpn, pkt->opcode, nak_psn, syn);
-	send_ack(r, syn, nak_psn);
 	r->cur = MSG_NONE;
+	/* The QP is in ERR (its flushes and async event posted) BEFORE the
+	 * NAK leaves, as on a NIC and on one host: a requester that sees
+	 * its error completion and then queries this QP finds ERR. */
 	srdma_resp_qp_error(t, event);
+	send_ack(r, syn, nak_psn);
 }
 
 /* ---- UC ------------------------------------------------------------------------ */
