@@ -112,12 +112,48 @@ crc_fold(uint32_t reg, const uint8_t *p, size_t len)
 
 	x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p),
 			  _mm_cvtsi32_si128((int)reg));
+	if (len >= 128) {
+		/* Four independent lanes of 16 bytes, each folded over 64
+		 * bytes at a time (x^(512+32), x^(512-32) mod P), so that
+		 * the multiplier's latency overlaps; then the lanes are
+		 * folded into one, 16 bytes at a time. */
+		const __m128i k12 = _mm_set_epi64x(0x01c6e41596,
+						   0x0154442bd4);
+		__m128i y[4];
+		int i;
+
+		y[0] = x;
+		for (i = 1; i < 4; i++)
+			y[i] = _mm_loadu_si128((const __m128i *)(p + 16 * i));
+		for (p += 64, len -= 64; len >= 64; p += 64, len -= 64)
+			for (i = 0; i < 4; i++) {
+				t = _mm_clmulepi64_si128(y[i], k12, 0x00);
+				y[i] = _mm_clmulepi64_si128(y[i], k12, 0x11);
+				y[i] = _mm_xor_si128(y[i], t);
+				y[i] = _mm_xor_si128(y[i], _mm_loadu_si128(
+					(const __m128i *)(p + 16 * i)));
+			}
+		x = y[0];
+		for (i = 1; i < 4; i++) {
+			t = _mm_clmulepi64_si128(x, k34, 0x00);
+			x = _mm_clmulepi64_si128(x, k34, 0x11);
+			x = _mm_xor_si128(x, t);
+			x = _mm_xor_si128(x, y[i]);
+		}
+		if (!len)
+			goto reduce;
+		/* 16 to 48 bytes left: the loop below takes them as the
+		 * next 16-byte blocks, x standing for the first 16 read. */
+		p -= 16;
+		len += 16;
+	}
 	for (p += 16, len -= 16; len; p += 16, len -= 16) {
 		t = _mm_clmulepi64_si128(x, k34, 0x00);
 		x = _mm_clmulepi64_si128(x, k34, 0x11);
 		x = _mm_xor_si128(x, t);
 		x = _mm_xor_si128(x, _mm_loadu_si128((const __m128i *)p));
 	}
+reduce:
 	/* 128 bits to 64 */
 	t = _mm_clmulepi64_si128(x, k34, 0x10);
 	x = _mm_xor_si128(_mm_srli_si128(x, 8), t);
