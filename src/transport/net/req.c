@@ -944,6 +944,18 @@ static int rd_place(struct srdma_netreq *r, struct nr_wqe *w,
 	else
 		want = rem <= mtu ? SRDMA_OP_READ_RESP_LAST :
 				    SRDMA_OP_READ_RESP_MIDDLE;
+	/*
+	 * At the restart PSN of a READ re-issued from its middle, a
+	 * responder may answer the new request (FIRST/ONLY, ours) or replay
+	 * the original READ's MIDDLE/LAST for that PSN (rxe, NICs): the
+	 * bytes at that offset are the same, so both are placed.
+	 */
+	if (first && w->rd_req_psn != w->first_psn &&
+	    ((want == SRDMA_OP_READ_RESP_ONLY &&
+	      op == SRDMA_OP_READ_RESP_LAST) ||
+	     (want == SRDMA_OP_READ_RESP_FIRST &&
+	      op == SRDMA_OP_READ_RESP_MIDDLE)))
+		want = op;
 	if (op != want) {
 		drop(r, SRDMA_DROP_OPCODE,
 		     "READ response opcode not the one expected at its PSN");
@@ -1153,7 +1165,15 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 			return;
 		}
 		if (pkt->psn != r->comp_psn) {
+			/*
+			 * Past the expected PSN: the responses between were
+			 * lost. Retry at once (rxe) rather than on the
+			 * timer, once until progress so that the rest of a
+			 * burst, or duplicates, do not rewind again.
+			 */
 			drop(r, SRDMA_DROP_PSN, "READ response out of order");
+			if (!r->started_retry)
+				retry(r, now, "READ response past a lost one");
 			return;
 		}
 		if (rd_place(r, w, pkt, now))
@@ -1344,6 +1364,10 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *sw)
 		w->len = 8;
 	if (w->len > SRDMA_MAX_MSG)
 		w->status = IBV_WC_LOC_LEN_ERR;
+	else if (qp->type == IBV_QPT_UC && w->opcode == IBV_WR_SEND_WITH_INV)
+		/* UC has no SEND with Invalidate on the wire (IBTA, rxe);
+		 * the host transport allows it between our own QPs. */
+		w->status = IBV_WC_LOC_QP_OP_ERR;
 	w->npkts = w->len > mtu ? (uint32_t)((w->len + mtu - 1) / mtu) : 1;
 	if (is_atomic(w->opcode))
 		w->npkts = 1;
