@@ -1484,6 +1484,41 @@ static void test_engine_local_op_in_order(void **state)
 	env_down();
 }
 
+/* Atomics under loss: after a timeout's rewind, a later response showing
+ * that the resent head's answer was lost again retries at once (once). */
+static void test_atomic_fast_retry_after_timeout(void **state)
+{
+	uint32_t n;
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	E.qp->attr.timeout = 8;
+	assert_int_equal(post_wr(1, IBV_WR_ATOMIC_FETCH_AND_ADD, 64, 8, 0,
+				 0x3000), 0);
+	assert_int_equal(post_wr(2, IBV_WR_ATOMIC_FETCH_AND_ADD, 72, 8, 0,
+				 0x3008), 0);
+	assert_int_equal(post_wr(3, IBV_WR_ATOMIC_FETCH_AND_ADD, 80, 8, 0,
+				 0x3010), 0);
+	assert_int_equal(E.npk, 3);
+	/* Nothing came back: the timer resends all three. */
+	srdma_netreq_timer(E.nq, later(100000000));
+	assert_int_equal(E.npk, 6);
+	/* The answer to PSN 1 shows PSN 0's was lost (again): at once. */
+	respond(SRDMA_OP_ATOMIC_ACK, 1, SRDMA_AETH_ACK, NULL, 0, 7);
+	assert_int_equal(E.npk, 9);
+	assert_int_equal(E.pk[6].p.psn, 0);
+	n = E.npk;
+	/* The rest of the burst does not rewind again. */
+	respond(SRDMA_OP_ATOMIC_ACK, 2, SRDMA_AETH_ACK, NULL, 0, 8);
+	respond(SRDMA_OP_ATOMIC_ACK, 1, SRDMA_AETH_ACK, NULL, 0, 7);
+	assert_int_equal(E.npk, n);
+	respond(SRDMA_OP_ATOMIC_ACK, 0, SRDMA_AETH_ACK, NULL, 0, 6);
+	respond(SRDMA_OP_ATOMIC_ACK, 1, SRDMA_AETH_ACK, NULL, 0, 7);
+	respond(SRDMA_OP_ATOMIC_ACK, 2, SRDMA_AETH_ACK, NULL, 0, 8);
+	assert_int_equal(E.nc, 3);
+	assert_int_equal(E.c[2].status, IBV_WC_SUCCESS);
+	env_down();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1518,6 +1553,7 @@ int main(void)
 		cmocka_unit_test(test_read_gap_retries_at_once),
 		cmocka_unit_test(test_uc_send_with_inv),
 		cmocka_unit_test(test_engine_local_op_in_order),
+		cmocka_unit_test(test_atomic_fast_retry_after_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
