@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * requester.c - the requester stage: validates and converts send work
- * requests and runs each on its transport. LOCAL_INV and BIND_MW run
- * here; a WR whose destination the net transport serves (an RC/UC QP
- * connected over it, a UD WR whose address vector it serves) is handed to
- * the net requester (srdma_netreq_post), which completes it later; every
- * other WR runs on the host transport, below, in the caller's thread.
+ * requests and runs each on its transport. A WR whose destination the
+ * net transport serves (every WR of an RC/UC QP connected over it, local
+ * operations included so they complete in order; a UD WR whose address
+ * vector it serves) is handed to the net requester (srdma_netreq_post),
+ * which completes it later; otherwise LOCAL_INV and BIND_MW run here and
+ * every other WR runs on the host transport, below, in the caller's
+ * thread.
  * Everything the target does (QP state and access, the key check of
  * rkeys and receive buffers, receive queues, the target's CQEs and
  * errors) is the responder's (responder.c), run here against the target's
@@ -633,6 +635,11 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		srdma_comp_post(qp, w->wr_id, w->opcode, IBV_WC_WR_FLUSH_ERR, 0);
 		return EXEC_DONE;
 	}
+	/* A connected net QP: the net requester runs every WR (local
+	 * operations and LOC_LEN_ERR included) so completions keep order
+	 * with the WRs still waiting for ACKs. */
+	if (qp->net && qp->type != IBV_QPT_UD && via_net(qp, w))
+		return srdma_netreq_post(qp, w) ? EXEC_NOMEM : EXEC_DONE;
 	if (sge_total(w) > SRDMA_MAX_MSG) {
 		o.req_status = IBV_WC_LOC_LEN_ERR;
 		goto done;

@@ -25,6 +25,7 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "engine/engine.h"
 #include "transport/net/net.h"
 #include "transport/net/wire.h"
 
@@ -530,9 +531,14 @@ static void test_read_placement_and_retry(void **state)
 	assert_int_equal(post_wr(2, IBV_WR_SEND, 0, 8, 0, 0), 0);
 	assert_int_equal(E.pk[1].p.psn, 53);
 
-	/* Out of order, wrong opcode, wrong length: all dropped. */
+	/* Out of order, wrong opcode, wrong length: all dropped. The gap
+	 * (50 lost) re-issues the READ at once, and the SEND behind it. */
 	respond(SRDMA_OP_READ_RESP_MIDDLE, 51, 0, data + 1024, 1024, 0);
 	assert_int_equal(drops(SRDMA_DROP_PSN), 1);
+	assert_int_equal(E.npk, 4);
+	assert_int_equal(E.pk[2].p.opcode, SRDMA_OP_READ_REQ);
+	assert_int_equal(E.pk[2].p.psn, 50);
+	assert_int_equal(E.pk[3].p.psn, 53);
 	respond(SRDMA_OP_READ_RESP_MIDDLE, 50, 0, data, 1024, 0);
 	assert_int_equal(drops(SRDMA_DROP_OPCODE), 1);
 	respond(SRDMA_OP_READ_RESP_FIRST, 50, SRDMA_AETH_ACK, data, 1000, 0);
@@ -543,11 +549,11 @@ static void test_read_placement_and_retry(void **state)
 	assert_int_equal(E.nc, 0);
 	/* The rest is lost: the timeout re-issues the READ for it. */
 	srdma_netreq_timer(E.nq, later(100000000));
-	assert_int_equal(E.pk[2].p.opcode, SRDMA_OP_READ_REQ);
-	assert_int_equal(E.pk[2].p.psn, 51);
-	assert_int_equal(E.pk[2].p.va, 0x10000 + 1024);
-	assert_int_equal(E.pk[2].p.dma_len, 2500 - 1024);
-	assert_int_equal(E.pk[3].p.psn, 53); /* and the SEND again */
+	assert_int_equal(E.pk[4].p.opcode, SRDMA_OP_READ_REQ);
+	assert_int_equal(E.pk[4].p.psn, 51);
+	assert_int_equal(E.pk[4].p.va, 0x10000 + 1024);
+	assert_int_equal(E.pk[4].p.dma_len, 2500 - 1024);
+	assert_int_equal(E.pk[5].p.psn, 53); /* and the SEND again */
 	respond(SRDMA_OP_READ_RESP_FIRST, 51, SRDMA_AETH_ACK, data + 1024, 1024,
 		0);
 	respond(SRDMA_OP_READ_RESP_LAST, 52, SRDMA_AETH_ACK, data + 2048, 452,
@@ -1345,6 +1351,174 @@ static void test_nak_seq_atomics(void **state)
 	env_down();
 }
 
+/* A READ re-issued from its middle: a responder that replays the original
+ * READ's MIDDLE/LAST at the restart PSN (rxe, NICs) is placed, as is one
+ * that answers the new request with FIRST/ONLY. */
+static void test_read_restart_replay(void **state)
+{
+	static uint8_t data[2500];
+	uint32_t i;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	env_up(IBV_QPT_RC, 1024, 50);
+	E.qp->attr.timeout = 8;
+	assert_int_equal(post_wr(1, IBV_WR_RDMA_READ, 4096, 2500, 0, 0x10000),
+			 0);
+	respond(SRDMA_OP_READ_RESP_FIRST, 50, SRDMA_AETH_ACK, data, 1024, 0);
+	srdma_netreq_timer(E.nq, later(100000000));
+	assert_int_equal(E.npk, 2);
+	assert_int_equal(E.pk[1].p.opcode, SRDMA_OP_READ_REQ);
+	assert_int_equal(E.pk[1].p.psn, 51);
+	/* rxe's replay: MIDDLE at the restart PSN, then LAST. */
+	respond(SRDMA_OP_READ_RESP_MIDDLE, 51, 0, data + 1024, 1024, 0);
+	respond(SRDMA_OP_READ_RESP_LAST, 52, SRDMA_AETH_ACK, data + 2048, 452,
+		0);
+	assert_int_equal(E.nc, 1);
+	assert_int_equal(E.c[0].status, IBV_WC_SUCCESS);
+	assert_memory_equal(E.buf + 4096, data, sizeof(data));
+	assert_int_equal(drops(SRDMA_DROP_OPCODE), 0);
+
+	/* The restart's rest fits one packet: a replayed LAST does it. */
+	memset(E.buf + 4096, 0, sizeof(data));
+	assert_int_equal(post_wr(2, IBV_WR_RDMA_READ, 4096, 2048, 0, 0x10000),
+			 0);
+	respond(SRDMA_OP_READ_RESP_FIRST, 53, SRDMA_AETH_ACK, data, 1024, 0);
+	srdma_netreq_timer(E.nq, later(200000000));
+	assert_int_equal(E.pk[E.npk - 1].p.opcode, SRDMA_OP_READ_REQ);
+	assert_int_equal(E.pk[E.npk - 1].p.psn, 54);
+	respond(SRDMA_OP_READ_RESP_LAST, 54, SRDMA_AETH_ACK, data + 1024, 1024,
+		0);
+	assert_int_equal(E.nc, 2);
+	assert_int_equal(E.c[1].status, IBV_WC_SUCCESS);
+	assert_memory_equal(E.buf + 4096, data, 2048);
+	/* A MIDDLE at a READ's own first PSN is still wrong. */
+	assert_int_equal(post_wr(3, IBV_WR_RDMA_READ, 4096, 2048, 0, 0x10000),
+			 0);
+	respond(SRDMA_OP_READ_RESP_MIDDLE, 55, 0, data, 1024, 0);
+	assert_int_equal(drops(SRDMA_DROP_OPCODE), 1);
+	env_down();
+}
+
+/* A READ response past the expected PSN means loss: the READ is re-issued
+ * at once, once until progress (no storm from the rest of the burst). */
+static void test_read_gap_retries_at_once(void **state)
+{
+	static uint8_t data[3072];
+	uint32_t i;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 5 + 1);
+	env_up(IBV_QPT_RC, 1024, 0);
+	assert_int_equal(post_wr(1, IBV_WR_RDMA_READ, 0, 3072, 0, 0x10000),
+			 0);
+	respond(SRDMA_OP_READ_RESP_FIRST, 0, SRDMA_AETH_ACK, data, 1024, 0);
+	/* 1 lost; 2 arrives: re-issued from 1 without the timer. */
+	respond(SRDMA_OP_READ_RESP_LAST, 2, SRDMA_AETH_ACK, data + 2048, 1024,
+		0);
+	assert_int_equal(E.npk, 2);
+	assert_int_equal(E.pk[1].p.opcode, SRDMA_OP_READ_REQ);
+	assert_int_equal(E.pk[1].p.psn, 1);
+	assert_int_equal(E.pk[1].p.dma_len, 2048);
+	/* A duplicate past the gap does not rewind again. */
+	respond(SRDMA_OP_READ_RESP_LAST, 2, SRDMA_AETH_ACK, data + 2048, 1024,
+		0);
+	assert_int_equal(E.npk, 2);
+	assert_int_equal(drops(SRDMA_DROP_PSN), 2);
+	respond(SRDMA_OP_READ_RESP_FIRST, 1, SRDMA_AETH_ACK, data + 1024, 1024,
+		0);
+	respond(SRDMA_OP_READ_RESP_LAST, 2, SRDMA_AETH_ACK, data + 2048, 1024,
+		0);
+	assert_int_equal(E.nc, 1);
+	assert_int_equal(E.c[0].status, IBV_WC_SUCCESS);
+	assert_memory_equal(E.buf, data, sizeof(data));
+	env_down();
+}
+
+/* UC has no SEND with Invalidate on the wire: LOC_QP_OP_ERR, in order. */
+static void test_uc_send_with_inv(void **state)
+{
+	env_up(IBV_QPT_UC, 1024, 0);
+	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 8, 0, 0), 0);
+	assert_int_equal(post_wr(2, IBV_WR_SEND_WITH_INV, 0, 8, 0, 0), 0);
+	assert_int_equal(E.npk, 1);
+	assert_int_equal(E.nc, 2);
+	assert_int_equal(E.c[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(E.c[1].status, IBV_WC_LOC_QP_OP_ERR);
+	assert_int_equal(E.c[1].op, IBV_WR_SEND_WITH_INV);
+	env_down();
+}
+
+/* The engine hands a net QP's local operations to the net requester, so
+ * a LOCAL_INV completes after the SEND before it is acknowledged. */
+static void test_engine_local_op_in_order(void **state)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr[2], *bad = NULL;
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	atomic_store(&E.qp->sh->state, IBV_QPS_RTS);
+	memset(wr, 0, sizeof(wr));
+	sge.addr = (uintptr_t)E.buf;
+	sge.length = 8;
+	sge.lkey = E.mr->ibmr.lkey;
+	wr[0].wr_id = 1;
+	wr[0].opcode = IBV_WR_SEND;
+	wr[0].sg_list = &sge;
+	wr[0].num_sge = 1;
+	wr[0].send_flags = IBV_SEND_SIGNALED;
+	wr[0].next = &wr[1];
+	wr[1].wr_id = 2;
+	wr[1].opcode = IBV_WR_LOCAL_INV;
+	wr[1].invalidate_rkey = 0x7777; /* no such key: it fails */
+	wr[1].send_flags = IBV_SEND_SIGNALED;
+	assert_int_equal(srdma_post_send(E.qp, wr, &bad), 0);
+	assert_int_equal(E.npk, 1);
+	assert_int_equal(E.nc, 0);
+	ack(0);
+	assert_int_equal(E.nc, 2);
+	assert_int_equal(E.c[0].wr_id, 1);
+	assert_int_equal(E.c[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(E.c[1].wr_id, 2);
+	assert_int_equal(E.c[1].status, IBV_WC_LOC_QP_OP_ERR);
+	env_down();
+}
+
+/* Atomics under loss: after a timeout's rewind, a later response showing
+ * that the resent head's answer was lost again retries at once (once). */
+static void test_atomic_fast_retry_after_timeout(void **state)
+{
+	uint32_t n;
+
+	env_up(IBV_QPT_RC, 1024, 0);
+	E.qp->attr.timeout = 8;
+	assert_int_equal(post_wr(1, IBV_WR_ATOMIC_FETCH_AND_ADD, 64, 8, 0,
+				 0x3000), 0);
+	assert_int_equal(post_wr(2, IBV_WR_ATOMIC_FETCH_AND_ADD, 72, 8, 0,
+				 0x3008), 0);
+	assert_int_equal(post_wr(3, IBV_WR_ATOMIC_FETCH_AND_ADD, 80, 8, 0,
+				 0x3010), 0);
+	assert_int_equal(E.npk, 3);
+	/* Nothing came back: the timer resends all three. */
+	srdma_netreq_timer(E.nq, later(100000000));
+	assert_int_equal(E.npk, 6);
+	/* The answer to PSN 1 shows PSN 0's was lost (again): at once. */
+	respond(SRDMA_OP_ATOMIC_ACK, 1, SRDMA_AETH_ACK, NULL, 0, 7);
+	assert_int_equal(E.npk, 9);
+	assert_int_equal(E.pk[6].p.psn, 0);
+	n = E.npk;
+	/* The rest of the burst does not rewind again. */
+	respond(SRDMA_OP_ATOMIC_ACK, 2, SRDMA_AETH_ACK, NULL, 0, 8);
+	respond(SRDMA_OP_ATOMIC_ACK, 1, SRDMA_AETH_ACK, NULL, 0, 7);
+	assert_int_equal(E.npk, n);
+	respond(SRDMA_OP_ATOMIC_ACK, 0, SRDMA_AETH_ACK, NULL, 0, 6);
+	respond(SRDMA_OP_ATOMIC_ACK, 1, SRDMA_AETH_ACK, NULL, 0, 7);
+	respond(SRDMA_OP_ATOMIC_ACK, 2, SRDMA_AETH_ACK, NULL, 0, 8);
+	assert_int_equal(E.nc, 3);
+	assert_int_equal(E.c[2].status, IBV_WC_SUCCESS);
+	env_down();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1375,6 +1549,11 @@ int main(void)
 		cmocka_unit_test(test_multi_sge_gather_and_scatter),
 		cmocka_unit_test(test_unmapped_memory_is_an_error),
 		cmocka_unit_test(test_local_inv_failure_in_order),
+		cmocka_unit_test(test_read_restart_replay),
+		cmocka_unit_test(test_read_gap_retries_at_once),
+		cmocka_unit_test(test_uc_send_with_inv),
+		cmocka_unit_test(test_engine_local_op_in_order),
+		cmocka_unit_test(test_atomic_fast_retry_after_timeout),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

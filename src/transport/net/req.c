@@ -34,8 +34,11 @@
  *
  * Completing (srdma_netreq_input): ACKs are cumulative; an ACK or NAK past
  * an outstanding READ/atomic is an implied NAK (retry); READ responses
- * must come in PSN order and are placed at their offset in the READ's
- * SGEs (LOCAL_WRITE checked); an atomic ACK writes the original value. A
+ * must come in PSN order (one past a gap retries at once, like an implied
+ * NAK, once until progress or a timeout) and are placed at their offset
+ * in the READ's SGEs (LOCAL_WRITE checked; at a re-issued READ's restart
+ * PSN both FIRST/ONLY and a replayed MIDDLE/LAST are accepted); an
+ * atomic ACK writes the original value. A
  * PSN sequence NAK acknowledges what precedes it and rewinds; other NAKs
  * fail the WQE with the remote status. RNR NAKs wait the responder's
  * timer and rewind, within rnr_retry; the retransmit timer (4.096 us x
@@ -138,6 +141,9 @@ struct srdma_netreq {
 	uint32_t rd_out;		/* READ/atomic WQEs in [head, cur) */
 	int retry_left, rnr_left;	/* -1: load from qp->attr */
 	bool started_retry;		/* rewound, no progress since */
+	bool fast_done;			/* rewound at once on a response
+					 * showing a loss (implied NAK, READ
+					 * gap), no progress or timeout since */
 	bool err;			/* QP in ERR: nothing is sent */
 	uint64_t rto_due;		/* retransmit deadline, 0: not running */
 	uint64_t rto_ns;		/* wake-up published for it: rto_due,
@@ -231,6 +237,7 @@ static void reset_retry(struct srdma_netreq *r)
 	r->retry_left = r->qp->attr.retry_cnt;
 	r->rnr_left = r->qp->attr.rnr_retry;
 	r->started_retry = false;
+	r->fast_done = false;
 }
 
 /* ---- timers ------------------------------------------------------------------- */
@@ -920,6 +927,24 @@ static void retry(struct srdma_netreq *r, uint64_t now, const char *why)
 	publish_deadline(r);
 }
 
+/*
+ * A response shows that an earlier one was lost (implied NAK, a READ
+ * response past a gap): retry at once, as rxe does, rather than on the
+ * timer. At most once until progress or a timeout, so that the rest of
+ * a burst, stale responses to the first transmission and duplicates do
+ * not rewind again and again.
+ */
+static void fast_retry(struct srdma_netreq *r, uint64_t now, const char *why)
+{
+	if (r->fast_done) {
+		srdma_dbg("QP %#x: %s at PSN %#x, already resent", qpn(r), why,
+			  r->comp_psn);
+		return;
+	}
+	r->fast_done = true;
+	retry(r, now, why);
+}
+
 /* ---- responses ------------------------------------------------------------------ */
 
 /* Progress: a response moved comp_psn or completed a WQE. */
@@ -944,6 +969,18 @@ static int rd_place(struct srdma_netreq *r, struct nr_wqe *w,
 	else
 		want = rem <= mtu ? SRDMA_OP_READ_RESP_LAST :
 				    SRDMA_OP_READ_RESP_MIDDLE;
+	/*
+	 * At the restart PSN of a READ re-issued from its middle, a
+	 * responder may answer the new request (FIRST/ONLY, ours) or replay
+	 * the original READ's MIDDLE/LAST for that PSN (rxe, NICs): the
+	 * bytes at that offset are the same, so both are placed.
+	 */
+	if (first && w->rd_req_psn != w->first_psn &&
+	    ((want == SRDMA_OP_READ_RESP_ONLY &&
+	      op == SRDMA_OP_READ_RESP_LAST) ||
+	     (want == SRDMA_OP_READ_RESP_FIRST &&
+	      op == SRDMA_OP_READ_RESP_MIDDLE)))
+		want = op;
 	if (op != want) {
 		drop(r, SRDMA_DROP_OPCODE,
 		     "READ response opcode not the one expected at its PSN");
@@ -1077,13 +1114,10 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 		/* Past the head's last PSN. */
 		if (is_rd_atomic(w->opcode)) {
 			/* Its response was lost: implied NAK. */
-			srdma_dbg("QP %#x: response %#x (syndrome %#x) at PSN %#x is past the unanswered READ/atomic at PSN %#x%s",
+			srdma_dbg("QP %#x: response %#x (syndrome %#x) at PSN %#x is past the unanswered READ/atomic at PSN %#x",
 				  qpn(r), pkt->opcode, pkt->syndrome,
-				  pkt->psn, w->first_psn,
-				  r->started_retry ? ", already resent" : "");
-			if (r->started_retry)
-				return;
-			retry(r, now, "implied NAK");
+				  pkt->psn, w->first_psn);
+			fast_retry(r, now, "implied NAK");
 			return;
 		}
 		r->comp_psn = (last_psn(w) + 1) & NR_PSN_MASK;
@@ -1153,7 +1187,14 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 			return;
 		}
 		if (pkt->psn != r->comp_psn) {
+			/*
+			 * Past the expected PSN: the responses between were
+			 * lost. Retry at once (rxe) rather than on the
+			 * timer, once until progress so that the rest of a
+			 * burst, or duplicates, do not rewind again.
+			 */
 			drop(r, SRDMA_DROP_PSN, "READ response out of order");
+			fast_retry(r, now, "READ response past a lost one");
 			return;
 		}
 		if (rd_place(r, w, pkt, now))
@@ -1233,6 +1274,7 @@ uint64_t srdma_netreq_timer(struct srdma_net_qp *nq, uint64_t now)
 			r->rto_due = 0;
 			count(&nq->st->timeouts, 1);
 			r->started_retry = false;
+			r->fast_done = false;
 			retry(r, now, "retransmit timer expired");
 		} else {
 			r->rto_due = 0;
@@ -1344,6 +1386,10 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *sw)
 		w->len = 8;
 	if (w->len > SRDMA_MAX_MSG)
 		w->status = IBV_WC_LOC_LEN_ERR;
+	else if (qp->type == IBV_QPT_UC && w->opcode == IBV_WR_SEND_WITH_INV)
+		/* UC has no SEND with Invalidate on the wire (IBTA, rxe);
+		 * the host transport allows it between our own QPs. */
+		w->status = IBV_WC_LOC_QP_OP_ERR;
 	w->npkts = w->len > mtu ? (uint32_t)((w->len + mtu - 1) / mtu) : 1;
 	if (is_atomic(w->opcode))
 		w->npkts = 1;
@@ -1411,6 +1457,7 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn)
 	r->noack = r->rd_out = 0;
 	r->retry_left = r->rnr_left = -1;
 	r->started_retry = false;
+	r->fast_done = false;
 	r->err = false;
 	r->rto_ns = r->rto_due = r->rnr_ns = 0;
 	r->ntx = 0;
