@@ -366,7 +366,8 @@ void srdma_arena_free(struct srdma_context *ctx, uint64_t off, uint64_t len);
  * stop.
  */
 struct srdma_engine_ops {
-	/* Complete @qp's deferred sends with WR_FLUSH_ERR (QP now in ERR).
+	/* Complete @qp's pending sends (deferred, or in its net requester)
+	 * with WR_FLUSH_ERR (QP now in ERR).
 	 * Context: qp->sq_lock held. */
 	void (*sq_flush_locked)(struct srdma_qp *qp);
 	/* Drop @qp's deferred sends without completions (RESET, destroy).

@@ -456,8 +456,6 @@ void srdma_qp_set_error(struct srdma_qp *qp)
 	pthread_mutex_lock(&qp->sq_lock);
 	if (eng)
 		eng->sq_flush_locked(qp);
-	if (qp->net)	/* net transport: its requester's WQEs too */
-		srdma_netreq_flush_locked(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 }
 

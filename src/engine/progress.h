@@ -13,7 +13,8 @@
 
 /* Retry the deferred WRs of @qp (takes sq_lock); from poll and the timer. */
 void srdma_qp_progress(struct srdma_qp *qp);
-/* Complete the deferred sends of @qp with IBV_WC_WR_FLUSH_ERR. sq_lock. */
+/* Complete every send of @qp not yet completed (deferred by RNR, or in
+ * its net requester) with IBV_WC_WR_FLUSH_ERR. sq_lock. */
 void srdma_sq_flush_locked(struct srdma_qp *qp);
 /* Drop the deferred sends of @qp without completions. sq_lock. */
 void srdma_sq_drop_locked(struct srdma_qp *qp);

@@ -903,6 +903,9 @@ void srdma_sq_flush_locked(struct srdma_qp *qp)
 				qp->pend_head->opcode, IBV_WC_WR_FLUSH_ERR, 0);
 		pend_pop_locked(qp);
 	}
+	/* The send queue of a net QP lives in its requester. */
+	if (qp->net)
+		srdma_netreq_flush_locked(qp);
 }
 
 void srdma_sq_drop_locked(struct srdma_qp *qp)
