@@ -37,7 +37,8 @@ section() {
 	while read -r num name; do
 		[ -n "$num" ] || continue
 		lines=$(grep -E "^$num: " "$log" | sed -E "s/^$num: //" |
-			grep -vE "$NOISE" | grep -vE '^\s*$' || true)
+			grep -vE "$NOISE" | grep -vE '^\s*$' |
+			sed "s|$PWD/||g" || true)
 		# Reruns of suites with a forced mode print the suite's own
 		# chatter; their verdict is in the summary line above.
 		[ -n "$lines" ] && ! grep -qE '^(pyverbs|test_|Ran )' <<<"$lines" ||
