@@ -68,11 +68,14 @@ struct txpkt {
 	uint8_t bytes[MTU + 128];
 	size_t len;
 	struct srdma_pkt p;
+	uint64_t cq_queued;	/* tx_cq's CQEs not polled when it left */
+	uint32_t cq_fired;	/* tx_cq's event flag then */
 };
 
 static struct txpkt tx[MAX_TX];
 static int ntx;
 static bool tx_capture = true;
+static struct srdma_cq *tx_cq;	/* the fixture's CQ */
 
 static int tx_hook(struct srdma_net_qp *nq, const struct iovec *iov, int n)
 {
@@ -90,6 +93,10 @@ static int tx_hook(struct srdma_net_qp *nq, const struct iovec *iov, int n)
 		len += iov[i].iov_len;
 	}
 	t->len = len;
+	if (tx_cq) {
+		t->cq_queued = tx_cq->sh->prod - atomic_load(&tx_cq->sh->cons);
+		t->cq_fired = atomic_load(&tx_cq->sh->fired);
+	}
 	assert_int_equal(srdma_wire_parse(t->bytes, len, &t->p),
 			 SRDMA_DROP_NONE);
 	assert_true(srdma_wire_icrc_check(&nq->path, t->bytes, len));
@@ -226,6 +233,7 @@ static struct fx *fx_new(enum ibv_qp_type type, uint32_t access, uint32_t epsn)
 	f->peer.dport = SRDMA_ROCE_PORT;
 
 	srdma_netresp_tx_hook = tx_hook;
+	tx_cq = f->cq;
 	ntx = 0;
 	tx_capture = true;
 	return f;
@@ -249,6 +257,7 @@ static void fx_free(struct fx *f)
 	free(f->buf);
 	free(f);
 	srdma_netresp_tx_hook = NULL;
+	tx_cq = NULL;
 }
 
 static uint32_t qp_state(struct fx *f)
@@ -952,6 +961,88 @@ static void test_srq(void **state)
 	fx_free(f);
 }
 
+/*
+ * The ACK of a message leaves before its receive completion is posted (or
+ * its CQ's event fired), as on a NIC, where the application reacting to
+ * the completion always comes after the ACK: otherwise a ping-pong's
+ * answer can overtake the ACK, and perftest -e (one channel for its send
+ * and receive CQs) at the peer takes the receive event for its send's and
+ * reads a send completion that is not there (net.ib_send_lat_events).
+ * RC SEND from the QP's queue and from an SRQ, WRITE_WITH_IMM; a SEND that
+ * asks for no ACK still completes.
+ */
+static void arm_and_check_ack_first(struct fx *f, struct srdma_pkt *p,
+				    const void *data, uint32_t len,
+				    uint64_t wr_id, uint32_t opcode,
+				    uint32_t byte_len)
+{
+	struct ibv_wc wc;
+	int n0 = ntx;
+
+	assert_int_equal(srdma_cq_notify(f->cq, false), 0);
+	p->ackreq = true;
+	inject(f, p, data, len);
+	assert_int_equal(ntx, n0 + 1);
+	check_ack(n0, SRDMA_AETH_ACK, p->psn);
+	assert_int_equal(tx[n0].cq_queued, 0);
+	assert_int_equal(tx[n0].cq_fired, 0);
+	/* ... and the completion and its event right after. */
+	assert_int_equal(atomic_exchange(&f->cq->sh->fired, 0), 1);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, opcode);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.byte_len, byte_len);
+}
+
+static void test_ack_before_cqe(void **state)
+{
+	struct srdma_pkt p;
+	struct ibv_wc wc;
+	struct fx *f;
+
+	(void)state;
+	f = fx_new(IBV_QPT_RC, IBV_ACCESS_REMOTE_WRITE, 300);
+	post_recv(f, 1, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY, 300);
+	arm_and_check_ack_first(f, &p, "ping", 4, 1, IBV_WC_RECV, 4);
+	/* The last packet of a longer SEND. */
+	post_recv(f, 2, 0, 4096);
+	p = req(f, SRDMA_OP_SEND_FIRST, 301);
+	inject(f, &p, f->buf + 8192, MTU);
+	assert_int_equal(ntx, 1);
+	p = req(f, SRDMA_OP_SEND_LAST_IMM, 302);
+	p.imm = htobe32(5);
+	arm_and_check_ack_first(f, &p, "pong", 4, 2, IBV_WC_RECV,
+				MTU + 4);
+	/* WRITE_WITH_IMM: the receive completion it consumes. */
+	post_recv(f, 3, 0, 0);
+	p = req(f, SRDMA_OP_WRITE_ONLY_IMM, 303);
+	p.va = (uintptr_t)f->buf + 8192;
+	p.rkey = f->mr->ibmr.rkey;
+	p.dma_len = 4;
+	p.imm = htobe32(6);
+	arm_and_check_ack_first(f, &p, "wimm", 4, 3,
+				IBV_WC_RECV_RDMA_WITH_IMM, 4);
+	/* No AckReq (a requester may ask later): completed all the same. */
+	post_recv(f, 4, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY, 304);
+	inject(f, &p, "quiet", 5);
+	assert_int_equal(ntx, 3);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 4);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	fx_free(f);
+
+	use_srq = true;
+	f = fx_new(IBV_QPT_RC, 0, 9);
+	use_srq = false;
+	post_recv(f, 7, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY, 9);
+	arm_and_check_ack_first(f, &p, "srq", 3, 7, IBV_WC_RECV, 3);
+	fx_free(f);
+}
+
 /* ---- UD --------------------------------------------------------------------
  */
 
@@ -1184,6 +1275,7 @@ int main(void)
 		cmocka_unit_test(test_source_transport),
 		cmocka_unit_test(test_uc_gap),
 		cmocka_unit_test(test_srq),
+		cmocka_unit_test(test_ack_before_cqe),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_garbage),
 	};

@@ -1049,6 +1049,14 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
 
 /* ---- progress from the application, kicks, stats ---------------------------- */
 
+/* Does the UDP socket hold a datagram? One system call, no lock. */
+static bool rx_pending(struct srdma_net_ctx *ep)
+{
+	struct pollfd pfd = { .fd = ep->udp, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) > 0;
+}
+
 int srdma_net_progress(struct srdma_context *ctx, int budget)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
@@ -1056,10 +1064,18 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 
 	if (!ep || budget <= 0 || !ep->poll_inline)
 		return 0;
-	if (pthread_mutex_trylock(&ep->drain_lock))
-		return 0;
-	n = drain(ep, budget, false);
-	pthread_mutex_unlock(&ep->drain_lock);
+	/* Look before taking drain_lock: a polling application that held
+	 * it around every empty recvmmsg was often preempted holding it,
+	 * and its progress thread, woken for a datagram, then waited for
+	 * the application to be scheduled again (hundreds of ms on a
+	 * loaded machine, past a peer's retry budget). */
+	n = 0;
+	if (rx_pending(ep)) {
+		if (pthread_mutex_trylock(&ep->drain_lock))
+			return 0;
+		n = drain(ep, budget, false);
+		pthread_mutex_unlock(&ep->drain_lock);
+	}
 	cnt(&ep->st.inline_rx, (uint64_t)n);
 	if (ep->fault && n)
 		fault_tick(ep);

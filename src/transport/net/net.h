@@ -250,8 +250,10 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
  * context's sockets, up to @budget datagrams, and run expired timers,
  * without blocking: a polling application's ibv_poll_cq calls this so a
  * packet need not wait for the progress thread to wake. Only one thread
- * drains at a time; the others return at once. SRDMA_NET_INLINE=0 makes
- * it return 0 at once (all receiving is the progress thread's).
+ * drains at a time; the others return at once. With nothing queued on
+ * the UDP socket it takes no lock (one poll(2)): an idle polling thread
+ * preempted here does not hold up the progress thread. SRDMA_NET_INLINE=0
+ * makes it return 0 at once (all receiving is the progress thread's).
  * Return: datagrams handled.
  */
 int srdma_net_progress(struct srdma_context *ctx, int budget);
