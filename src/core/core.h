@@ -207,7 +207,8 @@ void srdma_context_drop_inherited(struct srdma_context *ctx);
 
 /**
  * srdma_async_get() - dequeue one event, blocking unless async_fd was made
- * non-blocking by the application. Return: 0 or -errno (-EAGAIN).
+ * non-blocking by the application. Return: 0 or -errno (-EAGAIN; -EINTR
+ * when a signal interrupts the wait, as rdma-core's ibv_get_async_event).
  */
 int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev);
 

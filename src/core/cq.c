@@ -197,8 +197,10 @@ int srdma_chan_get_event(struct srdma_chan *ch, struct srdma_cq **out)
 		ssize_t n = read(ch->ibch.fd, &b, 1);
 		uint32_t i;
 
-		if (n < 0 && errno == EINTR)
-			continue;
+		/* A signal ends the wait with -EINTR, as rdma-core's read()
+		 * does: qperf's SIGALRM must be able to stop a blocked
+		 * ibv_get_cq_event (a handler with SA_RESTART never gets
+		 * here: the kernel restarts the read). */
 		if (n != 1)
 			return n < 0 ? -errno : -EIO;
 		pthread_mutex_lock(&ctx->lock);

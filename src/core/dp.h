@@ -282,7 +282,9 @@ static inline struct srdma_cq *to_scq(struct ibv_cq *cq)
 /* ---- object entry points (core) ----------------------------------------- */
 int srdma_chan_create(struct srdma_context *ctx, struct srdma_chan **out);
 int srdma_chan_destroy(struct srdma_chan *ch);
-/* Block (unless the fd is non-blocking) for the next fired CQ. */
+/* Block (unless the fd is non-blocking) for the next fired CQ.
+ * Return: 0, -EAGAIN (non-blocking, nothing fired) or -EINTR (a signal
+ * interrupted the wait, as rdma-core's ibv_get_cq_event). */
 int srdma_chan_get_event(struct srdma_chan *ch, struct srdma_cq **out);
 
 struct srdma_cq_args {
