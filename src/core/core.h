@@ -29,7 +29,7 @@
 #define SRDMA_MAX_MW (1u << 16)
 #define SRDMA_MAX_FMR 4096u		/* relaxed-MR pool per context */
 #define SRDMA_MAX_MAP_PER_FMR 1u
-#define SRDMA_MAX_PD (1u << 16)
+#define SRDMA_MAX_PD (1u << 24)		/* mlx5: 2^24; a PD is private memory */
 #define SRDMA_VENDOR_ID 0xffffffu	/* software device, as rxe */
 #define SRDMA_VENDOR_PART_ID 0x5352u	/* "SR": not known to perftest */
 #define SRDMA_HW_VER 1u
