@@ -404,15 +404,23 @@ int main(void)
 		cmocka_unit_test(test_inline_rounded_up),
 		cmocka_unit_test(test_refusals_logged),
 	};
+	bool keep;
 	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* Before the first verbs call: the library reads these once. */
-	snprintf(log_path, sizeof(log_path), "/tmp/srdma-test-limits-%d.log",
-		 (int)getpid());
+	/* A log file named by the caller is kept (to read the lines). */
+	keep = getenv("SRDMA_LOG_FILE") && *getenv("SRDMA_LOG_FILE");
+	if (keep)
+		snprintf(log_path, sizeof(log_path), "%s",
+			 getenv("SRDMA_LOG_FILE"));
+	else
+		snprintf(log_path, sizeof(log_path),
+			 "/tmp/srdma-test-limits-%d.log", (int)getpid());
 	setenv("SRDMA_LOG", "debug", 1);
 	setenv("SRDMA_LOG_FILE", log_path, 1);
 	ret = cmocka_run_group_tests(tests, NULL, NULL);
-	unlink(log_path);
+	if (!keep)
+		unlink(log_path);
 	return ret;
 }
