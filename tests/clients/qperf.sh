@@ -25,6 +25,9 @@
 # (issue 11) about half the runs hung: ibv_get_cq_event retried its
 # read() on EINTR, so the alarm never ended the test.
 # Prints one line per round (time, and each test's figures) and a summary.
+# Both sides run with SRDMA_LOG=debug into one file (softrdma is silent
+# unless something fails; failed checks and error completions are
+# explained there), printed when a round fails.
 # Exit: 0 all rounds passed, 1 otherwise, 77 if qperf is not installed.
 set -u
 
@@ -68,6 +71,7 @@ cleanup()
 	rm -rf "$work"
 }
 trap cleanup EXIT
+export SRDMA_LOG=debug SRDMA_LOG_FILE="$work/srdma.log"
 
 "$srdma" run qperf -lp "$port" >"$work/server" 2>&1 &
 srv_pid=$!
@@ -120,6 +124,8 @@ for r in $(seq "$rounds"); do
 		cat "$work/client"
 		echo "--- server output ---"
 		cat "$work/server"
+		echo "--- softrdma log (SRDMA_LOG=debug, last 60 lines) ---"
+		tail -n 60 "$work/srdma.log" 2>/dev/null
 		break
 	fi
 	if ! kill -0 "$srv_pid" 2>/dev/null; then
