@@ -22,6 +22,7 @@
 #include "core/dp.h"
 #include "engine/engine.h"
 #include "util/compiler.h"
+#include "util/log.h"
 #include "verbs/verbs_int.h"
 
 static void *null_errno(int neg)
@@ -129,13 +130,17 @@ static struct ibv_cq_ex *op_create_cq_ex(struct ibv_context *context,
 
 	if (!ctx || !attr)
 		return null_errno(-EINVAL);
-	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS)
+	if ((attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
+	    (attr->wc_flags & ~ok_flags)) {
+		srdma_dbg("create_cq_ex: comp_mask %#x flags %#x wc_flags "
+			  "%#llx not supported (supported: flags "
+			  "SINGLE_THREADED, wc_flags %#llx)", attr->comp_mask,
+			  attr->flags, (unsigned long long)attr->wc_flags,
+			  (unsigned long long)ok_flags);
 		return null_errno(-EOPNOTSUPP);
-	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
-		return null_errno(-EOPNOTSUPP);
-	if (attr->wc_flags & ~ok_flags)
-		return null_errno(-EOPNOTSUPP);
+	}
 	a.cqe = attr->cqe;
 	a.cq_context = attr->cq_context;
 	a.channel = attr->channel;
