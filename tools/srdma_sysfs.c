@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * srdma_sysfs.c - `srdma sysfs`: show the device's synthesised sysfs tree
+ * and, as root, make /sys/class show it (docs/design/sysfs.md).
+ *
+ *   srdma sysfs [show]   bring the tree up to date and say where it is
+ *   srdma sysfs mount    (root) lay the tree over /sys/class
+ *   srdma sysfs umount   (root) take it away again
+ *
+ * The library writes the tree (src/verbs/ibv_sysfs.c) whenever a program
+ * lists or opens the device. This command refreshes it by loading our
+ * libibverbs.so.1 (found as `srdma run` finds it) and calling
+ * ibv_get_sysfs_path(), so there is one writer, whatever the link layer or
+ * device name in the environment.
+ *
+ * /sys/class is sysfs: nothing can be created in it, and /sys/class/
+ * infiniband does not exist without the kernel's RDMA core. `mount` puts
+ * a read-only overlay on /sys/class made of two layers, the tree's class/
+ * directory over the real /sys/class: every real class stays visible (and
+ * live: overlay passes lookups through to sysfs), and class/infiniband and
+ * class/infiniband_verbs come from the tree.
+ * The tree's files are updated in place by the library, so the overlay
+ * shows the device's current state without being mounted again. The mount
+ * belongs to the mount namespace it was made in (the host's, when run from
+ * a login shell; a private one under `unshare -m`), lasts until `umount`
+ * or reboot, and shows the tree of the user who ran `mount`.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include "core/sysfs.h"
+#include "srdma_tool.h"
+
+#define CLASS_DIR "/sys/class"
+#define OVERLAY_SOURCE "srdma-sysfs"
+
+static const char *dev_name(void)
+{
+	const char *n = getenv("SRDMA_DEVICE");
+
+	/* As the library's device.c: an unusable name means srdma0. */
+	if (!n || !*n || strlen(n) >= 64 || strchr(n, '/'))
+		return "srdma0";
+	return n;
+}
+
+/* Refresh the tree through our library; *@root gets what it reports. */
+static int refresh(const char **root)
+{
+	const char *(*get_path)(void);
+	char libdir[PATH_MAX], lib[PATH_MAX + 32];
+	void *h;
+	int ret;
+
+	ret = srdma_tool_libdir(libdir);
+	if (ret) {
+		fprintf(stderr,
+			"srdma sysfs: cannot find softrdma's libibverbs.so.1: "
+			"%s; set SRDMA_LIBDIR\n",
+			strerror(-ret));
+		return -1;
+	}
+	snprintf(lib, sizeof(lib), "%s/libibverbs.so.1", libdir);
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr, "srdma sysfs: %s\n", dlerror());
+		return -1;
+	}
+	/* Only softrdma's libibverbs has the relaxed-MR extension. */
+	get_path = (const char *(*)(void))dlsym(h, "ibv_get_sysfs_path");
+	if (!get_path || !dlsym(h, "ibv_reg_mr_relaxed")) {
+		fprintf(stderr, "srdma sysfs: %s is not softrdma's library\n",
+			lib);
+		return -1;
+	}
+	*root = get_path();
+	/* The library stays loaded: *root points into it. */
+	return 0;
+}
+
+/* True if our overlay is the top mount on /sys/class. */
+static bool overlay_mounted(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[1024];
+	bool found = false;
+
+	if (!f)
+		return false;
+	/* "id parent maj:min root mountpoint opts [tags] - fstype source" */
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[256], fstype[64], source[64];
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
+		    sscanf(dash + 3, "%63s %63s", fstype, source) != 2 ||
+		    strcmp(mnt, CLASS_DIR))
+			continue;
+		/* The last mount on the point is the one visible. */
+		found = !strcmp(fstype, "overlay") &&
+			!strcmp(source, OVERLAY_SOURCE);
+	}
+	fclose(f);
+	return found;
+}
+
+static int show(void)
+{
+	char tree[PATH_MAX];
+	const char *root;
+	int ret;
+
+	if (refresh(&root))
+		return EXIT_FAILURE;
+	ret = srdma_sysfs_tree_dir(tree, sizeof(tree));
+	if (ret) {
+		fprintf(stderr, "srdma sysfs: no state directory: %s\n",
+			strerror(-ret));
+		return EXIT_FAILURE;
+	}
+	printf("tree:               %s\n", tree);
+	printf("ibv_get_sysfs_path: %s\n", root);
+	printf("device:             %s/class/infiniband/%s\n", root,
+	       dev_name());
+	printf("/sys/class:         %s\n",
+	       overlay_mounted() ? "shows the tree (srdma sysfs mount)"
+				 : "does not show the tree (srdma sysfs "
+				   "mount, as root)");
+	return EXIT_SUCCESS;
+}
+
+static int do_mount(void)
+{
+	char tree[PATH_MAX], opts[2 * PATH_MAX], probe[PATH_MAX + 128];
+	const char *root;
+	int ret;
+
+	if (overlay_mounted()) {
+		printf("srdma sysfs: %s already shows the tree\n", CLASS_DIR);
+		return refresh(&root) ? EXIT_FAILURE : EXIT_SUCCESS;
+	}
+	if (refresh(&root))
+		return EXIT_FAILURE;
+	ret = srdma_sysfs_tree_dir(tree, sizeof(tree));
+	if (ret) {
+		fprintf(stderr, "srdma sysfs: no state directory: %s\n",
+			strerror(-ret));
+		return EXIT_FAILURE;
+	}
+	/* overlay's option syntax gives ',' ':' '\' a meaning. */
+	if (strpbrk(tree, ",:\\")) {
+		fprintf(stderr,
+			"srdma sysfs: the tree's path %s contains ',', ':' or "
+			"'\\', which overlayfs cannot take; set SRDMA_DIR\n",
+			tree);
+		return EXIT_FAILURE;
+	}
+	snprintf(opts, sizeof(opts), "lowerdir=%s/class:%s", tree, CLASS_DIR);
+	if (mount(OVERLAY_SOURCE, CLASS_DIR, "overlay",
+		  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)) {
+		int e = errno;
+
+		fprintf(stderr, "srdma sysfs: mount -t overlay -o %s %s: %s%s\n",
+			opts, CLASS_DIR, strerror(e),
+			e == EPERM ? " (needs root: CAP_SYS_ADMIN)" : "");
+		return EXIT_FAILURE;
+	}
+	snprintf(probe, sizeof(probe), "%s/infiniband/%s/node_guid",
+		 CLASS_DIR, dev_name());
+	if (access(probe, R_OK)) {
+		fprintf(stderr, "srdma sysfs: mounted, but %s: %s\n", probe,
+			strerror(errno));
+		return EXIT_FAILURE;
+	}
+	printf("srdma sysfs: %s now shows %s/class (%s/infiniband/%s)\n",
+	       CLASS_DIR, tree, CLASS_DIR, dev_name());
+	return EXIT_SUCCESS;
+}
+
+static int do_umount(void)
+{
+	if (!overlay_mounted()) {
+		printf("srdma sysfs: %s does not show the tree\n", CLASS_DIR);
+		return EXIT_SUCCESS;
+	}
+	if (umount2(CLASS_DIR, 0)) {
+		fprintf(stderr, "srdma sysfs: umount %s: %s\n", CLASS_DIR,
+			strerror(errno));
+		return EXIT_FAILURE;
+	}
+	printf("srdma sysfs: %s restored\n", CLASS_DIR);
+	return EXIT_SUCCESS;
+}
+
+int srdma_cmd_sysfs(int argc, char **argv)
+{
+	const char *sub = argc > 0 ? argv[0] : "show";
+
+	if (argc > 1) {
+		fprintf(stderr, "srdma sysfs: too many arguments\n");
+		return 2;
+	}
+	if (!strcmp(sub, "show"))
+		return show();
+	if (!strcmp(sub, "mount"))
+		return do_mount();
+	if (!strcmp(sub, "umount") || !strcmp(sub, "unmount"))
+		return do_umount();
+	fprintf(stderr, "srdma sysfs: unknown subcommand '%s' (show, mount, "
+			"umount)\n",
+		sub);
+	return 2;
+}
