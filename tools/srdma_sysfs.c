@@ -14,16 +14,21 @@
  * device name in the environment.
  *
  * /sys/class is sysfs: nothing can be created in it, and /sys/class/
- * infiniband does not exist without the kernel's RDMA core. `mount` puts
- * a read-only overlay on /sys/class made of two layers, the tree's class/
- * directory over the real /sys/class: every real class stays visible (and
- * live: overlay passes lookups through to sysfs), and class/infiniband and
- * class/infiniband_verbs come from the tree.
- * The tree's files are updated in place by the library, so the overlay
- * shows the device's current state without being mounted again. The mount
- * belongs to the mount namespace it was made in (the host's, when run from
- * a login shell; a private one under `unshare -m`), lasts until `umount`
- * or reboot, and shows the tree of the user who ran `mount`.
+ * infiniband does not exist without the kernel's RDMA core. `mount` makes
+ * the two directories exist and then shows the tree in them:
+ *   1. a read-only overlay on /sys/class of two layers, the tree's class/
+ *      directory over the real /sys/class: every real class stays visible
+ *      (and live: overlay passes lookups through to sysfs), and
+ *      class/infiniband and class/infiniband_verbs now exist;
+ *   2. a read-only bind mount of the tree's class/infiniband and
+ *      class/infiniband_verbs on those two. Overlay caches what it looked
+ *      up in its layers, and the library replaces a changed file by
+ *      rename, so through the overlay alone a reader would keep seeing the
+ *      old file; the bind mounts show the tree's directories themselves.
+ *      The library never replaces a directory, so they stay valid.
+ * The mounts belong to the mount namespace they were made in (the host's,
+ * when run from a login shell; a private one under `unshare -m`), last
+ * until `umount` or reboot, and show the tree of the user who ran `mount`.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,6 +41,7 @@
 #include <unistd.h>
 
 #include "core/sysfs.h"
+#include "util/compiler.h"
 #include "srdma_tool.h"
 
 #define CLASS_DIR "/sys/class"
@@ -85,8 +91,11 @@ static int refresh(const char **root)
 	return 0;
 }
 
-/* True if our overlay is the top mount on /sys/class. */
-static bool overlay_mounted(void)
+/* The classes the tree provides, bind-mounted over the overlay. */
+static const char *const classes[] = { "infiniband", "infiniband_verbs" };
+
+/* What is mounted on @point, topmost: its fs type and source. */
+static bool mounted_on(const char *point, char *fstype, char *source)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char line[1024];
@@ -96,19 +105,38 @@ static bool overlay_mounted(void)
 		return false;
 	/* "id parent maj:min root mountpoint opts [tags] - fstype source" */
 	while (fgets(line, sizeof(line), f)) {
-		char mnt[256], fstype[64], source[64];
+		char mnt[256], t[64], src[256];
 		const char *dash = strstr(line, " - ");
 
 		if (!dash || sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1 ||
-		    sscanf(dash + 3, "%63s %63s", fstype, source) != 2 ||
-		    strcmp(mnt, CLASS_DIR))
+		    sscanf(dash + 3, "%63s %255s", t, src) != 2 ||
+		    strcmp(mnt, point))
 			continue;
 		/* The last mount on the point is the one visible. */
-		found = !strcmp(fstype, "overlay") &&
-			!strcmp(source, OVERLAY_SOURCE);
+		found = true;
+		strcpy(fstype, t);
+		strcpy(source, src);
 	}
 	fclose(f);
 	return found;
+}
+
+/* True if our overlay is the top mount on /sys/class. */
+static bool overlay_mounted(void)
+{
+	char t[64], src[256];
+
+	return mounted_on(CLASS_DIR, t, src) && !strcmp(t, "overlay") &&
+	       !strcmp(src, OVERLAY_SOURCE);
+}
+
+/* True if /sys/class/@cls is a mount (our bind mount, under the overlay). */
+static bool bind_mounted(const char *cls)
+{
+	char point[128], t[64], src[256];
+
+	snprintf(point, sizeof(point), "%s/%s", CLASS_DIR, cls);
+	return mounted_on(point, t, src);
 }
 
 static int show(void)
@@ -136,16 +164,34 @@ static int show(void)
 	return EXIT_SUCCESS;
 }
 
+/* Step 2 of the header: bind the tree's @cls over /sys/class/@cls. */
+static int bind_class(const char *tree, const char *cls)
+{
+	char src[PATH_MAX + 64], dst[128];
+
+	snprintf(src, sizeof(src), "%s/class/%s", tree, cls);
+	snprintf(dst, sizeof(dst), "%s/%s", CLASS_DIR, cls);
+	if (bind_mounted(cls))
+		return 0;
+	if (mount(src, dst, NULL, MS_BIND, NULL) ||
+	    mount(NULL, dst, NULL,
+		  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+			  MS_NOEXEC,
+		  NULL)) {
+		fprintf(stderr, "srdma sysfs: mount --bind %s %s: %s\n", src,
+			dst, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int do_mount(void)
 {
 	char tree[PATH_MAX], opts[2 * PATH_MAX], probe[PATH_MAX + 128];
 	const char *root;
+	unsigned int i;
 	int ret;
 
-	if (overlay_mounted()) {
-		printf("srdma sysfs: %s already shows the tree\n", CLASS_DIR);
-		return refresh(&root) ? EXIT_FAILURE : EXIT_SUCCESS;
-	}
 	if (refresh(&root))
 		return EXIT_FAILURE;
 	ret = srdma_sysfs_tree_dir(tree, sizeof(tree));
@@ -154,24 +200,39 @@ static int do_mount(void)
 			strerror(-ret));
 		return EXIT_FAILURE;
 	}
-	/* overlay's option syntax gives ',' ':' '\' a meaning. */
-	if (strpbrk(tree, ",:\\")) {
-		fprintf(stderr,
-			"srdma sysfs: the tree's path %s contains ',', ':' or "
-			"'\\', which overlayfs cannot take; set SRDMA_DIR\n",
-			tree);
-		return EXIT_FAILURE;
+	if (overlay_mounted() && bind_mounted(classes[0]) &&
+	    bind_mounted(classes[1])) {
+		printf("srdma sysfs: %s already shows the tree\n", CLASS_DIR);
+		return EXIT_SUCCESS;
 	}
-	snprintf(opts, sizeof(opts), "lowerdir=%s/class:%s", tree, CLASS_DIR);
-	if (mount(OVERLAY_SOURCE, CLASS_DIR, "overlay",
-		  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, opts)) {
-		int e = errno;
+	if (!overlay_mounted()) {
+		/* overlay's option syntax gives ',' ':' '\' a meaning. */
+		if (strpbrk(tree, ",:\\")) {
+			fprintf(stderr,
+				"srdma sysfs: the tree's path %s contains ',', "
+				"':' or '\\', which overlayfs cannot take; set "
+				"SRDMA_DIR\n",
+				tree);
+			return EXIT_FAILURE;
+		}
+		snprintf(opts, sizeof(opts), "lowerdir=%s/class:%s", tree,
+			 CLASS_DIR);
+		if (mount(OVERLAY_SOURCE, CLASS_DIR, "overlay",
+			  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  opts)) {
+			int e = errno;
 
-		fprintf(stderr, "srdma sysfs: mount -t overlay -o %s %s: %s%s\n",
-			opts, CLASS_DIR, strerror(e),
-			e == EPERM ? " (needs root: CAP_SYS_ADMIN)" : "");
-		return EXIT_FAILURE;
+			fprintf(stderr,
+				"srdma sysfs: mount -t overlay -o %s %s: %s%s\n",
+				opts, CLASS_DIR, strerror(e),
+				e == EPERM ? " (needs root: CAP_SYS_ADMIN)"
+					   : "");
+			return EXIT_FAILURE;
+		}
 	}
+	for (i = 0; i < ARRAY_SIZE(classes); i++)
+		if (bind_class(tree, classes[i]))
+			return EXIT_FAILURE;
 	snprintf(probe, sizeof(probe), "%s/infiniband/%s/node_guid",
 		 CLASS_DIR, dev_name());
 	if (access(probe, R_OK)) {
@@ -186,9 +247,20 @@ static int do_mount(void)
 
 static int do_umount(void)
 {
+	char point[128];
+	unsigned int i;
+
 	if (!overlay_mounted()) {
 		printf("srdma sysfs: %s does not show the tree\n", CLASS_DIR);
 		return EXIT_SUCCESS;
+	}
+	for (i = 0; i < ARRAY_SIZE(classes); i++) {
+		snprintf(point, sizeof(point), "%s/%s", CLASS_DIR, classes[i]);
+		if (bind_mounted(classes[i]) && umount2(point, 0)) {
+			fprintf(stderr, "srdma sysfs: umount %s: %s\n", point,
+				strerror(errno));
+			return EXIT_FAILURE;
+		}
 	}
 	if (umount2(CLASS_DIR, 0)) {
 		fprintf(stderr, "srdma sysfs: umount %s: %s\n", CLASS_DIR,
