@@ -54,7 +54,7 @@ SRDMA_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 		return NULL;
 	}
 	list[0] = &srdma_device_get()->ibdev;
-	srdma_sysfs_refresh();
+	srdma_sysfs_refresh(false);
 	if (num_devices)
 		*num_devices = 1;
 	return list;
@@ -103,7 +103,7 @@ SRDMA_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	srdma_verbs_set_ops(ctx);
-	srdma_sysfs_refresh();	/* a new live LID */
+	srdma_sysfs_refresh(true);	/* a new live LID */
 	return &ctx->vctx.context;
 }
 
@@ -127,7 +127,7 @@ SRDMA_EXPORT int ibv_close_device(struct ibv_context *context)
 		errno = -ret;
 		return -1;
 	}
-	srdma_sysfs_refresh();
+	srdma_sysfs_refresh(true);
 	return 0;
 }
 

@@ -27,8 +27,9 @@
  * GUID and versions from the device. The exact formats are the kernel's
  * (docs/design/sysfs.md lists them).
  *
- * The tree is rebuilt in memory on every refresh (ibv_get_device_list,
- * ibv_get_sysfs_path, ibv_open_device, ibv_close_device) and written only
+ * The tree is rebuilt in memory on every refresh (ibv_open_device and
+ * ibv_close_device, whose LID may change it; ibv_get_device_list and
+ * ibv_get_sysfs_path, at most once a second per process) and written only
  * when its hash differs from the stamp of the last write: each changed
  * file is replaced by rename, so a reader never sees half a file, and
  * directories are never replaced, so a mount of the tree stays valid.
@@ -48,6 +49,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/core.h"
@@ -73,7 +75,10 @@ struct tree {
 	int err;		/* first error while building: -ENOMEM... */
 };
 
+#define REFRESH_NS 1000000000ull	/* unforced refreshes: at most 1/s */
+
 static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t last_refresh_ns;	/* refresh_lock: CLOCK_MONOTONIC */
 
 /* ---- building the tree in memory ---------------------------------------- */
 
@@ -556,16 +561,26 @@ static int tree_write(const struct tree *t, int root, uint64_t hash)
 	}
 }
 
-void srdma_sysfs_refresh(void)
+void srdma_sysfs_refresh(bool force)
 {
 	struct tree t = { 0 };
+	struct timespec ts;
 	char dir[256];
 	int dfd, root, ret;
+	uint64_t now;
 	const char *e = getenv("SRDMA_SYSFS");
 
 	if (e && !strcmp(e, "0"))
 		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	pthread_mutex_lock(&refresh_lock);
+	/* Interfaces and other processes' contexts change rarely: a list or
+	 * path query looks again at most once a second (a program may list
+	 * the devices in a loop; a refresh costs a few dozen syscalls). */
+	if (!force && last_refresh_ns && now - last_refresh_ns < REFRESH_NS)
+		goto out_unlock;
+	last_refresh_ns = now;
 	ret = srdma_host_dir(dir, sizeof(dir), &dfd);
 	if (ret)
 		goto out_unlock;
@@ -612,7 +627,7 @@ SRDMA_EXPORT const char *ibv_get_sysfs_path(void)
 {
 	srdma_log_init();
 	srdma_device_get();	/* decides the root (core/sysfs.c) */
-	srdma_sysfs_refresh();
+	srdma_sysfs_refresh(false);
 	return srdma_sysfs_root(NULL);
 }
 

@@ -36,11 +36,15 @@ void srdma_port_attr_build(uint32_t lid, const struct srdma_gid_table *gids,
  * srdma_sysfs_refresh() - bring the synthesised sysfs tree
  * (<state dir>/sysfs, docs/design/sysfs.md) up to date with the device's
  * state: interfaces and addresses (GIDs), live contexts (LID), link layer.
- * Cheap when nothing changed (one stamp compared); failures are logged at
- * debug level and otherwise ignored. Context: any thread; serialised in
- * the process by a mutex and between processes by flock on the tree.
+ * @force: false skips the work if this process refreshed less than a
+ *	second ago (device listing); true always looks (a context opened or
+ *	closed: the LID may change)
+ * Writes only when something changed (one stamp compared); failures are
+ * logged at debug level and otherwise ignored. Context: any thread;
+ * serialised in the process by a mutex and between processes by flock on
+ * the tree.
  */
-void srdma_sysfs_refresh(void);
+void srdma_sysfs_refresh(bool force);
 /* Resolve a public context; NULL if it is not a live context of ours. */
 struct srdma_context *srdma_ctx_lookup(struct ibv_context *ctx);
 
