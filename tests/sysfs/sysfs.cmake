@@ -32,3 +32,16 @@ else()
 	message(WARNING "Open MPI (libopenmpi-dev) not found: no sysfs.openib "
 		"test; run scripts/setup.sh")
 endif()
+
+# Unloading: Open MPI dlclose()s libibverbs at MPI_Finalize and runs on;
+# what the libraries leave behind (SIGBUS guard, CM thread) must stay valid.
+add_executable(sysfs_test_unload ${CMAKE_CURRENT_LIST_DIR}/test_unload.c)
+set_target_properties(sysfs_test_unload PROPERTIES OUTPUT_NAME test_unload
+	RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/sysfs)
+target_link_libraries(sysfs_test_unload PRIVATE ${CMAKE_DL_LIBS})
+add_dependencies(sysfs_test_unload ibverbs rdmacm)
+add_test(NAME sysfs.unload
+	COMMAND sysfs_test_unload ${CMAKE_BINARY_DIR}/lib)
+set_tests_properties(sysfs.unload PROPERTIES TIMEOUT 60
+	LABELS "sysfs;stacks")
+srdma_test_env(sysfs.unload)
