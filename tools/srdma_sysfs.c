@@ -279,6 +279,15 @@ int srdma_cmd_sysfs(int argc, char **argv)
 		fprintf(stderr, "srdma sysfs: too many arguments\n");
 		return 2;
 	}
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+		puts("usage: srdma sysfs [show|mount|umount]\n"
+		     "  show    refresh the device's sysfs tree and say where "
+		     "it is\n"
+		     "  mount   (root) lay it over /sys/class: "
+		     "/sys/class/infiniband/<dev>\n"
+		     "  umount  (root) restore /sys/class");
+		return EXIT_SUCCESS;
+	}
 	if (!strcmp(sub, "show"))
 		return show();
 	if (!strcmp(sub, "mount"))
