@@ -7,6 +7,7 @@
  *                                    first on LD_LIBRARY_PATH
  *   srdma status [--all] [--no-reap] live contexts and their MRs and MWs
  *   srdma devices                    the software device(s)
+ *   srdma sysfs [show|mount|umount]  the device's sysfs tree (srdma_sysfs.c)
  *
  * status is a reader of other processes' state, like `rdma resource show`:
  * it maps each registered context's control segment and copies key entries
@@ -53,6 +54,8 @@
 #include "transport/net/wire.h"
 #include "util/compiler.h"
 
+#include "srdma_tool.h"
+
 #define EXIT_USAGE	2
 #define EXIT_RUN_FAILED 125 /* as env(1): srdma itself failed */
 #define EXIT_NOEXEC	127 /* PROGRAM could not be executed */
@@ -78,6 +81,11 @@ static const char usage_text[] =
 	"        addresses, segment files and in-flight access records.\n"
 	"  devices\n"
 	"        list the software device(s) (SRDMA_DEVICE, default srdma0).\n"
+	"  sysfs [show|mount|umount]\n"
+	"        the device's sysfs tree, as the library writes it: where it\n"
+	"        is (show); as root, lay it over /sys/class so that tools\n"
+	"        reading /sys/class/infiniband (ibstat, ibstatus) see the\n"
+	"        device (mount), or take it away (umount).\n"
 	"  help\n"
 	"        this text.\n"
 	"\n"
@@ -1258,6 +1266,11 @@ static int cmd_devices(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+int srdma_tool_libdir(char *buf)
+{
+	return find_libdir(buf);
+}
+
 /**
  * main() - the srdma command: dispatch to run, status, devices or help.
  * @argc, @argv: the command line; argv[1] names the subcommand
@@ -1277,6 +1290,8 @@ int main(int argc, char **argv)
 		return cmd_status(argc - 2, argv + 2);
 	if (!strcmp(cmd, "devices"))
 		return cmd_devices(argc - 2, argv + 2);
+	if (!strcmp(cmd, "sysfs"))
+		return srdma_cmd_sysfs(argc - 2, argv + 2);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") ||
 	    !strcmp(cmd, "--help")) {
 		usage(stdout);
