@@ -132,3 +132,10 @@ srdma_stack_test(fi_verbs_msg_nonroot PORT OPTS --as-user --no-node
 srdma_stack_test(fi_rxm_rdm PORT CMD rdm -c -I 100 -S 4096)
 srdma_stack_test(fi_rxm_rdm_1m PORT CMD rdm -c -I 20 -S 1048576)
 srdma_stack_test(fi_shm_rdm PORT CMD fi -p shm -e rdm -c -I 100 -S 4096)
+
+# `srdma devnode` and SRDMA_DEVNODE's modes, in a private mount namespace.
+add_test(NAME stacks.devnode
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/devnode.sh $<TARGET_FILE:srdma>)
+set_tests_properties(stacks.devnode PROPERTIES TIMEOUT 60 LABELS stacks
+	SKIP_RETURN_CODE 77)
+srdma_test_env(stacks.devnode)
