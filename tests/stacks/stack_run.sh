@@ -215,7 +215,8 @@ ucx)
 				     if ($i !~ /^[0-9.]+$/) exit 1
 				 if ($4 <= 0 || $7 <= 0) exit 1 }'; then
 		ok=1
-		echo "RESULT: ucx_perftest $* :: $row"
+		echo "RESULT: ${UCX_TLS:+UCX_TLS=$UCX_TLS }ucx_perftest $* ::" \
+			"$row"
 	fi
 	judge $((!ok)) "ucx_perftest failed or printed no sane Final row"
 	;;
