@@ -38,12 +38,21 @@ else()
 	set(SRDMA_MPI_CHECK ${CMAKE_BINARY_DIR}/bin/stacks_mpi_check)
 endif()
 
-# srdma_stack_test(NAME [ENV VAR=VALUE...] [OPTS --as-user ...] [PORT]
-#                  KIND ARGS...) registers stacks.NAME: stack_run.sh OPTS
-# KIND srdma [PORT] ARGS. With PORT, the next free port is passed first.
+# srdma_stack_test(NAME [PORT] [ETH] [BUDGET SECS] [ENV VAR=VALUE...]
+#                  [OPTS --as-user ...] CMD KIND ARGS...) registers
+# stacks.NAME: stack_run.sh OPTS KIND srdma [PORT] ARGS. With PORT, the
+# next free port is passed first. ETH makes it stacks.eth.NAME, on a RoCE
+# port (SRDMA_LINK_LAYER=eth), labelled eth as tests/eth/eth.cmake does.
 function(srdma_stack_test name)
-	cmake_parse_arguments(PARSE_ARGV 1 arg "PORT" "BUDGET" "ENV;OPTS;CMD")
+	cmake_parse_arguments(PARSE_ARGV 1 arg "PORT;ETH" "BUDGET"
+		"ENV;OPTS;CMD")
 	set(test stacks.${name})
+	set(label stacks)
+	if(arg_ETH)
+		set(test stacks.eth.${name})
+		set(label eth)
+		list(APPEND arg_ENV SRDMA_LINK_LAYER=eth)
+	endif()
 	set(budget 60)
 	if(arg_BUDGET)
 		set(budget ${arg_BUDGET})
@@ -60,7 +69,7 @@ function(srdma_stack_test name)
 			$<TARGET_FILE:srdma> ${port} ${arg_CMD})
 	math(EXPR ctest_timeout "${budget} + 30")
 	set_tests_properties(${test} PROPERTIES TIMEOUT ${ctest_timeout}
-		LABELS stacks SKIP_RETURN_CODE 77)
+		LABELS ${label} SKIP_RETURN_CODE 77)
 	srdma_test_env(${test})
 	set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
 		BUDGET=${budget} ${arg_ENV})
@@ -79,20 +88,20 @@ srdma_stack_test(uct_rc_am_lat PORT CMD ucx
 srdma_stack_test(uct_ud_am_bw PORT CMD ucx
 	-d srdma0:1 -x ud_verbs -t am_bw -D bcopy -s 4000 -n 5000)
 srdma_stack_test(uct_ud_am_lat PORT CMD ucx
-	-d srdma0:1 -x ud_verbs -t am_lat -n 10000)
+	-d srdma0:1 -x ud_verbs -t am_lat -n 5000)
 
 # UCP (what MPI uses) restricted to one softrdma transport, then over
 # shared memory for comparison.
 foreach(tl rc ud)
 	srdma_stack_test(ucp_${tl}_tag_lat PORT ENV UCX_TLS=${tl}_v
-		CMD ucx -t tag_lat -n 10000)
+		CMD ucx -t tag_lat -n 5000)
 	srdma_stack_test(ucp_${tl}_tag_bw PORT ENV UCX_TLS=${tl}_v
 		CMD ucx -t tag_bw -s 1048576 -n 200)
 endforeach()
 srdma_stack_test(ucp_rc_tag_bw_nonroot PORT ENV UCX_TLS=rc_v
 	OPTS --as-user --no-node CMD ucx -t tag_bw -s 1048576 -n 200)
 srdma_stack_test(ucp_sm_tag_lat PORT ENV UCX_TLS=posix,cma
-	CMD ucx -t tag_lat -n 10000)
+	CMD ucx -t tag_lat -n 5000)
 srdma_stack_test(ucp_sm_tag_bw PORT ENV UCX_TLS=posix,cma
 	CMD ucx -t tag_bw -s 1048576 -n 200)
 
@@ -132,6 +141,21 @@ srdma_stack_test(fi_verbs_msg_nonroot PORT OPTS --as-user --no-node
 srdma_stack_test(fi_rxm_rdm PORT CMD rdm -c -I 100 -S 4096)
 srdma_stack_test(fi_rxm_rdm_1m PORT CMD rdm -c -I 20 -S 1048576)
 srdma_stack_test(fi_shm_rdm PORT CMD fi -p shm -e rdm -c -I 100 -S 4096)
+
+# A RoCE port: the same stacks pick a RoCE v2 GID themselves.
+srdma_stack_test(uct_rc_put_bw PORT ETH CMD ucx
+	-d srdma0:1 -x rc_verbs -t put_bw -D zcopy -s 65536 -n 5000)
+srdma_stack_test(ucp_ud_tag_lat PORT ETH ENV UCX_TLS=ud_v
+	CMD ucx -t tag_lat -n 5000)
+foreach(tl rc ud)
+	srdma_stack_test(mpi_ucx_${tl}_2 ETH BUDGET 120
+		CMD mpi 2 ${SRDMA_MPI_CHECK} --mca pml ucx --mca btl ^openib
+		-x UCX_TLS=${tl}_v)
+endforeach()
+srdma_stack_test(fi_verbs_msg PORT ETH CMD fi -p verbs -e msg -c -I 100
+	-S 4096)
+srdma_stack_test(fi_verbs_dgram PORT ETH CMD fi -p verbs -e dgram -c
+	-I 100 -S 1024)
 
 # `srdma devnode` and SRDMA_DEVNODE's modes, in a private mount namespace.
 add_test(NAME stacks.devnode
