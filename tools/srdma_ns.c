@@ -361,6 +361,14 @@ int srdma_run_devnode(const char *libdir)
 		return 125;
 	}
 	snprintf(lib, sizeof(lib), "%s/libsrdma_devnode.so", libdir);
+	/* LD_PRELOAD splits at spaces and colons. */
+	if (strpbrk(lib, " :")) {
+		fprintf(stderr,
+			"srdma run: cannot preload %s (a space or colon in the "
+			"path); make the node as root: srdma devnode\n",
+			lib);
+		return 125;
+	}
 	if (access(lib, R_OK)) {
 		fprintf(stderr, "srdma run: %s: %s\n", lib, strerror(errno));
 		return 125;

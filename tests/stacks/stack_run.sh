@@ -207,13 +207,15 @@ ucx)
 	shift
 	pair "$port" ucx_perftest -p "$port" "$@" -- \
 		ucx_perftest -p "$port" "$@" "$HOST"
-	# "Final:  iters  50%ile avg overall  bw_avg bw_overall  rate rate"
+	# "Final: iters 50%ile avg overall bw_avg bw_overall rate_avg
+	# rate_overall": average latency and overall message rate must be
+	# positive (a small message's MB/s may print as 0.00).
 	row=$(grep -E '^Final:' "$work/client" | tail -1)
 	ok=0
 	if [ "$srv_rc" = 0 ] && [ "$cli_rc" = 0 ] && [ -n "$row" ] &&
 	   echo "$row" | awk '{ for (i = 2; i <= 9; i++)
 				     if ($i !~ /^[0-9.]+$/) exit 1
-				 if ($4 <= 0 || $7 <= 0) exit 1 }'; then
+				 if ($4 <= 0 || $9 <= 0) exit 1 }'; then
 		ok=1
 		echo "RESULT: ${UCX_TLS:+UCX_TLS=$UCX_TLS }ucx_perftest $* ::" \
 			"$row"
