@@ -362,23 +362,26 @@ int srdma_run_devnode(const char *libdir)
 	}
 	snprintf(lib, sizeof(lib), "%s/libsrdma_devnode.so", libdir);
 	/* LD_PRELOAD splits at spaces and colons. */
-	if (strpbrk(lib, " :")) {
+	if (strpbrk(lib, " :"))
+		ret = -EINVAL;
+	else if (access(lib, R_OK))
+		ret = -errno;
+	else
+		ret = preload(lib);
+	if (!ret)
+		return 0;
+	/* Asked for: fail. By default: run the program anyway - only UCX
+	 * and what is built on it miss the device - and say so only when
+	 * SRDMA_LOG asks, as the library does. */
+	if (!strcmp(mode, "preload") || getenv("SRDMA_LOG"))
 		fprintf(stderr,
-			"srdma run: cannot preload %s (a space or colon in the "
-			"path); make the node as root: srdma devnode\n",
-			lib);
-		return 125;
-	}
-	if (access(lib, R_OK)) {
-		fprintf(stderr, "srdma run: %s: %s\n", lib, strerror(errno));
-		return 125;
-	}
-	if (preload(lib)) {
-		fprintf(stderr, "srdma run: setenv LD_PRELOAD: %s\n",
-			strerror(ENOMEM));
-		return 125;
-	}
-	return 0;
+			"srdma run: cannot preload %s: %s; UCX will not see "
+			"%s (make it as root: srdma devnode)\n",
+			lib,
+			ret == -EINVAL ? "a space or colon in the path"
+				       : strerror(-ret),
+			path);
+	return !strcmp(mode, "preload") ? 125 : 0;
 }
 
 int srdma_cmd_devnode(int argc, char **argv)

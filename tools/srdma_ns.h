@@ -77,8 +77,10 @@ int srdma_devnode_view(const char *path, bool *changed, char *err,
  * @libdir: directory of softrdma's libraries
  *
  * Context: single-threaded, before exec.
- * Return: 0 to go on, else the exit status to end with: 2 for a bad
- * SRDMA_DEVNODE, 125 when what it asks for cannot be done.
+ * Return: 0 to go on (also when auto cannot preload: the program then
+ * runs without the node, reported under SRDMA_LOG), else the exit status
+ * to end with: 2 for a bad SRDMA_DEVNODE, 125 when preload or namespace,
+ * asked for explicitly, cannot be done.
  */
 int srdma_run_devnode(const char *libdir);
 

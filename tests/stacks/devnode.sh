@@ -54,6 +54,14 @@ step "SRDMA_DEVNODE=off: nothing"
 SRDMA_DEVNODE=off "$SRDMA" run -- "$SRDMA" devnode --check &&
 	fail "off still shows the node"
 
+step "no libsrdma_devnode.so: auto runs the program anyway, preload fails"
+libs=$(mktemp -d) || fail "mktemp"
+trap 'rm -rf "$libs"' EXIT
+ln -s "$(dirname "$SRDMA")/../lib/libibverbs.so.1" "$libs/" || fail "ln"
+SRDMA_LIBDIR=$libs "$SRDMA" run -- true || fail "auto gave up"
+SRDMA_LIBDIR=$libs SRDMA_DEVNODE=preload "$SRDMA" run -- true
+[ $? = 125 ] || fail "preload without the library is not exit 125"
+
 step "SRDMA_DEVNODE=bogus: usage error"
 SRDMA_DEVNODE=bogus "$SRDMA" run -- true
 [ $? = 2 ] || fail "a bad SRDMA_DEVNODE is not exit 2"
