@@ -39,6 +39,10 @@
 #   --expect-fail the command must fail (the node hidden and srdma run's
 #                 help switched off: shows the test can tell)
 #
+# Each passing run prints "RESULT <STACK_TEST>: <command> :: <figures>"
+# (STACK_TEST: the CTest name), so that
+#   ctest --test-dir build -L stacks -V | grep -E 'RESULT|SKIP'
+# lists every client's figures, softrdma and shared memory side by side.
 # Budget: BUDGET seconds (default 60) for the whole test; every process is
 # killed when it runs out, and on any exit. Exit: 0 pass, 1 fail, 2 usage,
 # 77 skip (a program or a prerequisite missing, with the reason printed).
@@ -217,7 +221,7 @@ ucx)
 				     if ($i !~ /^[0-9.]+$/) exit 1
 				 if ($4 <= 0 || $9 <= 0) exit 1 }'; then
 		ok=1
-		echo "RESULT: ${UCX_TLS:+UCX_TLS=$UCX_TLS }ucx_perftest $* ::" \
+		echo "RESULT ${STACK_TEST:-}: ${UCX_TLS:+UCX_TLS=$UCX_TLS }ucx_perftest $* ::" \
 			"$row"
 	fi
 	judge $((!ok)) "ucx_perftest failed or printed no sane Final row"
@@ -254,7 +258,7 @@ fi|rdm)
 		$2 != n || $3 != "=" n { exit 1 }
 		$6 !~ /^[0-9.]+$/ || $6 <= 0 { exit 1 }'; then
 		ok=1
-		echo "RESULT: fi_pingpong $* :: $row"
+		echo "RESULT ${STACK_TEST:-}: fi_pingpong $* :: $row"
 	fi
 	judge $((!ok)) "fi_pingpong failed, or not every message was" \
 		"acknowledged (or its data check failed)"
@@ -275,7 +279,7 @@ mpi)
 	ok=0
 	if [ "$rc" = 0 ] && [ -n "$row" ]; then
 		ok=1
-		echo "RESULT: mpirun -np $np $* :: $row"
+		echo "RESULT ${STACK_TEST:-}: mpirun -np $np $* :: $row"
 	fi
 	judge $((!ok)) "the MPI program failed (exit $rc) or did not report OK"
 	;;

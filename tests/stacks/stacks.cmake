@@ -72,7 +72,7 @@ function(srdma_stack_test name)
 		LABELS ${label} SKIP_RETURN_CODE 77)
 	srdma_test_env(${test})
 	set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
-		BUDGET=${budget} ${arg_ENV})
+		BUDGET=${budget} STACK_TEST=${test} ${arg_ENV})
 endfunction()
 
 # UCX sees the device.
