@@ -489,14 +489,70 @@ srdma_wire_icrc_verify(const struct srdma_wire_path *path, const uint8_t *buf,
 	want = srdma_wire_icrc(path, &iov, 1);
 	if (got == want)
 		return SRDMA_ICRC_OK;
-	if (mode != SRDMA_ICRC_LENIENT || !srdma_gid_is_v4(path->sip))
+	if (!srdma_gid_is_v4(path->sip))
 		return SRDMA_ICRC_BAD;
 	/* After IPv4 byte 6: 13 more bytes of IP, UDP, BTH through pad. */
 	if (!srdma_icrc_ipv4_explain(got, want,
 				     13 + SRDMA_UDP_HDR_BYTES + iov.iov_len,
 				     &id, &df))
 		return SRDMA_ICRC_BAD;
-	return SRDMA_ICRC_OK_ID;
+	/* A segment of our own GSO sends (strict too: we send them). */
+	if (df && id < SRDMA_WIRE_GSO_SEGS)
+		return SRDMA_ICRC_OK_GSO;
+	return mode == SRDMA_ICRC_LENIENT ? SRDMA_ICRC_OK_ID : SRDMA_ICRC_BAD;
+}
+
+uint32_t srdma_wire_icrc_id_delta(size_t len, uint16_t id)
+{
+	/* The ICRC covers, after IPv4 byte 6: 13 bytes of IP header, the
+	 * UDP header, BTH through pad (the ICRC itself not). */
+	if (len < SRDMA_ICRC_BYTES)
+		return 0;
+	return srdma_icrc_ipv4_id_delta(id, 13 + SRDMA_UDP_HDR_BYTES + len -
+						    SRDMA_ICRC_BYTES);
+}
+
+bool srdma_wire_icrc_ipv4_id(const struct srdma_wire_path *path,
+			     const uint8_t *buf, size_t len, uint16_t *id)
+{
+	struct iovec iov;
+	const uint8_t *t;
+	uint32_t got, want;
+	bool df;
+
+	if (len < SRDMA_BTH_BYTES + SRDMA_ICRC_BYTES ||
+	    !srdma_gid_is_v4(path->sip))
+		return false;
+	iov.iov_base = (void *)buf;
+	iov.iov_len = len - SRDMA_ICRC_BYTES;
+	t = buf + iov.iov_len;
+	got = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
+	      (uint32_t)t[3] << 24;
+	want = srdma_wire_icrc(path, &iov, 1);
+	if (got == want) {
+		*id = 0;
+		return true;
+	}
+	return srdma_icrc_ipv4_explain(got, want,
+				       13 + SRDMA_UDP_HDR_BYTES + iov.iov_len,
+				       id, &df) && df;
+}
+
+void srdma_wire_ipv4_set_id(uint8_t ip[SRDMA_IPV4_HDR_BYTES], uint16_t id)
+{
+	uint32_t sum = 0;
+	int i;
+
+	ip[4] = (uint8_t)(id >> 8);
+	ip[5] = (uint8_t)id;
+	ip[10] = ip[11] = 0;
+	for (i = 0; i < SRDMA_IPV4_HDR_BYTES; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	ip[10] = (uint8_t)(sum >> 8);
+	ip[11] = (uint8_t)sum;
 }
 
 uint16_t srdma_wire_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn)
