@@ -17,6 +17,8 @@ PKGS=(build-essential cmake pkg-config libcmocka-dev
 PKGS+=(tshark tcpdump python3-scapy iptables qperf clang libclang-rt-dev)
 # ping for the test hosts' self-test (tests/net/test_hosts.sh).
 PKGS+=(iputils-ping)
+# ethtool: the wire test turns GSO off on the test hosts' devices.
+PKGS+=(ethtool)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
