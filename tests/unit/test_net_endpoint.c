@@ -18,7 +18,8 @@
  *     identifications) and IPv6, some packets in several iovecs; all
  *     arrive once with right ICRCs; a kernel that refuses GSO (test
  *     hook) gets the batch one datagram each, and no GSO after;
- *     SRDMA_NET_GSO=0 sends none;
+ *     SRDMA_NET_GSO=0 sends none; the receiver's UDP GRO gets them
+ *     whole and splits them;
  *   - several processes in one namespace, each with a context: datagrams
  *     for each one's LID reach it (steered or forwarded), also after one
  *     of them dies without closing and after a new one joins.
@@ -497,6 +498,7 @@ static uint64_t gso_batch(struct srdma_context *a, struct srdma_context *b,
 
 static void test_gso(void **state)
 {
+	struct srdma_net_ep_stats s;
 	struct srdma_context *a, *b, *c;
 	struct srdma_net_qp nq;
 	int v6;
@@ -518,6 +520,10 @@ static void test_gso(void **state)
 	 * too: unit.test_wire), IPv6 ones as they are. */
 	for (v6 = 0; v6 < 2; v6++)
 		assert_int_equal(gso_batch(a, b, &nq, v6, 0), 47);
+	/* UDP GRO at b: the GSO sends arrived whole over the loopback and
+	 * were split into their packets (each judged above). */
+	srdma_net_ep_stats(b, &s);
+	assert_true(s.rx_gro_segs > 0);
 	/* The kernel refuses GSO: the batch goes one datagram each, and
 	 * the endpoint sends no GSO again. */
 	atomic_store(&srdma_net_gso_refuse, EIO);

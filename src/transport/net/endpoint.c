@@ -65,6 +65,13 @@
 
 #define RX_BATCH 32
 #define RX_BUF 9216		/* above any RoCEv2 packet; longer: truncated */
+/* With UDP GRO a datagram holds up to 64 KiB of packets: fewer, larger
+ * receive slots (1 MiB in all, touched as used). */
+#define RX_GRO_BATCH 16
+#define RX_GRO_BUF 65536
+#ifndef UDP_GRO
+#define UDP_GRO 104		/* linux/udp.h */
+#endif
 #define TIMER_BATCH 64
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103		/* linux/udp.h */
@@ -101,7 +108,10 @@ struct srdma_net_ctx {
 			 CMSG_SPACE(sizeof(struct in_pktinfo)) + 64];
 		struct cmsghdr align;
 	} cbuf[RX_BATCH];
-	uint8_t *rxbuf;			/* RX_BATCH * RX_BUF */
+	uint8_t *rxbuf;			/* rx_slots * rx_buf */
+	int rx_slots;			/* immutable: RX_BATCH, RX_GRO_BATCH */
+	size_t rx_buf;			/* immutable: RX_BUF, RX_GRO_BUF */
+	bool gro;			/* immutable: UDP_GRO is on */
 	uint8_t *fin;			/* one forwarded batch */
 	/* the forwarding batch being built: drain_lock */
 	uint8_t *fout;
@@ -473,15 +483,21 @@ static void v4mapped(uint8_t gid[16], struct in_addr a)
 	memcpy(gid + 12, &a, 4);
 }
 
-/* Datagram @i of a recvmmsg batch. */
-static void rx_udp(struct srdma_net_ctx *ep, int i)
+static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
+		     bool have_dst, const struct srdma_wire_path *path);
+
+/* Datagram @i of a recvmmsg batch; return the packets it held (a GRO
+ * datagram holds several). */
+static int rx_udp(struct srdma_net_ctx *ep, int i)
 {
 	struct msghdr *mh = &ep->msgs[i].msg_hdr;
+	const uint8_t *buf = ep->rxbuf + (size_t)i * ep->rx_buf;
+	size_t len = ep->msgs[i].msg_len, seg = 0, off, l;
 	struct srdma_wire_path path;
 	struct cmsghdr *c;
 	bool have_dst = false;
+	int n = 0;
 
-	cnt(&ep->st.rx_dgrams, 1);
 	memset(&path, 0, sizeof(path));
 	memcpy(path.sip, &ep->from[i].sin6_addr, 16);
 	path.sport = ntohs(ep->from[i].sin6_port);
@@ -501,21 +517,47 @@ static void rx_udp(struct srdma_net_ctx *ep, int i)
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
 			v4mapped(path.dip, pi.ipi_addr);
 			have_dst = true;
+		} else if (c->cmsg_level == SOL_UDP &&
+			   c->cmsg_type == UDP_GRO &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int gs;
+
+			memcpy(&gs, CMSG_DATA(c), sizeof(gs));
+			seg = gs > 0 ? (size_t)gs : 0;
 		}
 	}
+	/* GRO: segments of @seg bytes, the last maybe shorter; each one a
+	 * datagram as it travelled, judged on its own. */
+	if (!seg || seg >= len)
+		seg = len;
+	for (off = 0; off < len || !n; off += l, n++) {
+		l = len - off < seg ? len - off : seg;
+		cnt(&ep->st.rx_dgrams, 1);
+		if (n)
+			cnt(&ep->st.rx_gro_segs, 1);
+		if (!rx_check(ep, mh, i, have_dst, &path))
+			continue;
+		rx_one(ep, buf + off, l, &path, false);
+	}
+	return n;
+}
+
+/* Whether datagram @i of a batch can be handled at all; drops it if not. */
+static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
+		     bool have_dst, const struct srdma_wire_path *path)
+{
 	if (mh->msg_namelen < sizeof(struct sockaddr_in6) ||
 	    ep->from[i].sin6_family != AF_INET6 || !have_dst) {
 		ep_drop(ep, NULL, SRDMA_DROP_ADDR, "no source or destination",
 			NULL);
-		return;
+		return false;
 	}
 	if (mh->msg_flags & MSG_TRUNC) {
 		ep_drop(ep, NULL, SRDMA_DROP_LENGTH, "longer than any packet",
-			&path);
-		return;
+			path);
+		return false;
 	}
-	rx_one(ep, ep->rxbuf + (size_t)i * RX_BUF, ep->msgs[i].msg_len, &path,
-	       false);
+	return true;
 }
 
 static int drain_udp(struct srdma_net_ctx *ep, int budget)
@@ -523,7 +565,8 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget)
 	int done = 0, n, i, want;
 
 	while (done < budget) {
-		want = budget - done < RX_BATCH ? budget - done : RX_BATCH;
+		want = budget - done < ep->rx_slots ? budget - done :
+						      ep->rx_slots;
 		for (i = 0; i < want; i++) {
 			struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
@@ -536,8 +579,7 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget)
 		if (n <= 0)
 			break;
 		for (i = 0; i < n; i++)
-			rx_udp(ep, i);
-		done += n;
+			done += rx_udp(ep, i);
 		if (n < want)
 			break;
 	}
@@ -771,7 +813,12 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	pthread_mutex_init(&ep->drain_lock, NULL);
 	pthread_mutex_init(&ep->timer_lock, NULL);
 	ep->qp_tab = calloc(QP_SLOTS, sizeof(*ep->qp_tab));
-	ep->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
+	/* SRDMA_NET_GRO=0: one datagram per packet on receive too. */
+	ep->gro = !getenv("SRDMA_NET_GRO") || strcmp(getenv("SRDMA_NET_GRO"),
+						     "0");
+	ep->rx_slots = ep->gro ? RX_GRO_BATCH : RX_BATCH;
+	ep->rx_buf = ep->gro ? RX_GRO_BUF : RX_BUF;
+	ep->rxbuf = malloc((size_t)ep->rx_slots * ep->rx_buf);
 	ep->fin = malloc(SRDMA_FWD_MAX);
 	ep->fout = malloc(SRDMA_FWD_MAX);
 	if (!ep->qp_tab || !ep->rxbuf || !ep->fin || !ep->fout) {
@@ -780,11 +827,11 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	}
 	((struct srdma_fwd_hdr *)ep->fout)->magic = SRDMA_FWD_MAGIC;
 	ep->fout_len = sizeof(struct srdma_fwd_hdr);
-	for (i = 0; i < RX_BATCH; i++) {
+	for (i = 0; i < ep->rx_slots; i++) {
 		struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
-		ep->iov[i].iov_base = ep->rxbuf + (size_t)i * RX_BUF;
-		ep->iov[i].iov_len = RX_BUF;
+		ep->iov[i].iov_base = ep->rxbuf + (size_t)i * ep->rx_buf;
+		ep->iov[i].iov_len = ep->rx_buf;
 		mh->msg_name = &ep->from[i];
 		mh->msg_iov = &ep->iov[i];
 		mh->msg_iovlen = 1;
@@ -816,6 +863,18 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	if (ret < 0)
 		goto err;
 	ep->udp = ret;
+	if (ep->gro) {
+		int one = 1;
+
+		/* Runs of equal-size datagrams of a flow arrive as one
+		 * (a GSO send from a veth peer arrives whole). Without it
+		 * (old kernel): one per packet, in the larger slots. */
+		if (setsockopt(ep->udp, SOL_UDP, UDP_GRO, &one, sizeof(one))) {
+			srdma_dbg("lid %u: UDP_GRO: %s", ep->id.lid,
+				  strerror(errno));
+			ep->gro = false;
+		}
+	}
 	for (i = 0; i < 3; i++) {
 		int fd = i == 0 ? ep->udp : i == 1 ? ep->fwd : ep->evfd;
 

@@ -176,7 +176,8 @@ static inline uint64_t srdma_net_now_ns(void)
 
 /* Counters of one endpoint (relaxed), for tests and `srdma status`. */
 struct srdma_net_ep_stats {
-	_Atomic uint64_t rx_dgrams;	/* received on the UDP socket */
+	_Atomic uint64_t rx_dgrams;	/* received on the UDP socket (the
+					 * packets of a GRO datagram each) */
 	_Atomic uint64_t rx_local;	/* for our LID, handled here (direct
 					 * or forwarded to us) */
 	_Atomic uint64_t fwd_out;	/* forwarded to another context */
@@ -191,6 +192,9 @@ struct srdma_net_ep_stats {
 	/* UDP GSO (docs/design/net-endpoint.md, "Speed"): datagrams sent as
 	 * segments of a GSO send (tx_dgrams counts them too) */
 	_Atomic uint64_t tx_gso_segs;
+	/* UDP GRO: packets that arrived as segments of a GRO datagram
+	 * after its first (rx_dgrams counts every packet) */
+	_Atomic uint64_t rx_gro_segs;
 };
 
 /* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
