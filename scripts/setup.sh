@@ -22,6 +22,8 @@ PKGS+=(infiniband-diags)
 # The stacks tests (tests/stacks): UCX's tools, Open MPI with its compiler
 # wrapper, libfabric's fi_pingpong, setpriv for the unprivileged runs.
 PKGS+=(ucx-utils openmpi-bin libopenmpi-dev libfabric-bin util-linux)
+# ethtool: the wire test turns GSO off on the test hosts' devices.
+PKGS+=(ethtool)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

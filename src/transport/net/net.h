@@ -176,7 +176,8 @@ static inline uint64_t srdma_net_now_ns(void)
 
 /* Counters of one endpoint (relaxed), for tests and `srdma status`. */
 struct srdma_net_ep_stats {
-	_Atomic uint64_t rx_dgrams;	/* received on the UDP socket */
+	_Atomic uint64_t rx_dgrams;	/* received on the UDP socket (the
+					 * packets of a GRO datagram each) */
 	_Atomic uint64_t rx_local;	/* for our LID, handled here (direct
 					 * or forwarded to us) */
 	_Atomic uint64_t fwd_out;	/* forwarded to another context */
@@ -188,6 +189,12 @@ struct srdma_net_ep_stats {
 	/* IPv4 ICRCs right only for another IP identification or DF
 	 * (SRDMA_NET_ICRC=lenient; wire.h srdma_wire_icrc_verify) */
 	_Atomic uint64_t icrc_other_id;
+	/* UDP GSO (docs/design/net-endpoint.md, "Speed"): datagrams sent as
+	 * segments of a GSO send (tx_dgrams counts them too) */
+	_Atomic uint64_t tx_gso_segs;
+	/* UDP GRO: packets that arrived as segments of a GRO datagram
+	 * after its first (rx_dgrams counts every packet) */
+	_Atomic uint64_t rx_gro_segs;
 };
 
 /* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
@@ -203,8 +210,14 @@ struct srdma_net_msg {
 
 /**
  * srdma_net_send_batch() - srdma_net_send() for @n datagrams in as few
- * system calls as possible (sendmmsg). Return: how many were sent (the
- * first ones), or -errno if none was. Context: any thread.
+ * system calls as possible (sendmmsg), consecutive datagrams of one path
+ * and one length (the last may be shorter) as one UDP GSO send
+ * (SRDMA_NET_GSO=0: never). Each keeps its own ICRC trailer, except an
+ * IPv4 one that goes as segment i > 0 of a GSO send: the kernel gives it
+ * identification i, and the endpoint sends a trailer patched for it
+ * (srdma_wire_icrc_id_delta; the caller's buffers are not written).
+ * Return: how many were sent (the first ones), or -errno if none was.
+ * Context: any thread.
  */
 int srdma_net_send_batch(struct srdma_context *ctx,
 			 const struct srdma_net_msg *m, int n);
@@ -219,6 +232,10 @@ extern void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
 /* Tests only: when set, the timer scan calls this instead of
  * srdma_netreq_timer(). */
 extern uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
+/* Tests only: when non-zero, every UDP GSO send fails with this errno
+ * before reaching the kernel, as on a kernel or path that refuses
+ * UDP_SEGMENT (the endpoint then sends one datagram per packet). */
+extern _Atomic int srdma_net_gso_refuse;
 
 /**
  * srdma_net_ctx_get() - the context's endpoint, opened on first use:
