@@ -624,32 +624,36 @@ static inline uint64_t earlier(uint64_t a, uint64_t b)
 }
 
 /* Run the due requester timers and held-ACK deadlines; return the
- * earliest one left (0: none). */
-static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
+ * earliest one left (0: none), and in *@reqs (if given) the earliest
+ * requester deadline alone. */
+static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now,
+			   uint64_t *reqs)
 {
 	struct srdma_net_qp *due[TIMER_BATCH], *nq;
-	uint64_t next = 0, ackn = 0, d, a;
+	uint64_t reqn = 0, ackn = 0, d, a;
 	unsigned int n = 0, i;
 
 	/* Scanned from here on: a hold armed meanwhile lowers it again. */
 	atomic_store(&ep->ack_due, 0);
 	pthread_mutex_lock(&ep->lock);
 	for (nq = ep->qp_list; nq; nq = nq->ep_next) {
-		d = earlier(atomic_load_explicit(&nq->deadline_ns,
-						 memory_order_acquire),
-			    atomic_load_explicit(&nq->ack_due_ns,
-						 memory_order_acquire));
-		if (!d)
+		d = atomic_load_explicit(&nq->deadline_ns,
+					 memory_order_acquire);
+		a = atomic_load_explicit(&nq->ack_due_ns,
+					 memory_order_acquire);
+		if (!d && !a)
 			continue;
-		if (d <= now && n < TIMER_BATCH) {
+		if (earlier(d, a) <= now && n < TIMER_BATCH) {
 			atomic_fetch_add(&nq->refs, 1);
 			due[n++] = nq;
 			continue;
 		}
-		if (d <= now)
-			d = now + 1;	/* the rest: next round */
-		next = earlier(next, d);
-		a = atomic_load_explicit(&nq->ack_due_ns, memory_order_relaxed);
+		/* The rest of what is due: next round. */
+		if (d && d <= now)
+			d = now + 1;
+		if (a && a <= now)
+			a = now + 1;
+		reqn = earlier(reqn, d);
 		ackn = earlier(ackn, a);
 	}
 	pthread_mutex_unlock(&ep->lock);
@@ -661,12 +665,12 @@ static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
 			d = srdma_net_timer_hook ?
 				srdma_net_timer_hook(nq, now) :
 				srdma_netreq_timer(nq, now);
-		next = earlier(next, d);
-		a = srdma_netresp_ack_timer(nq, now);
-		next = earlier(next, a);
-		ackn = earlier(ackn, a);
+		reqn = earlier(reqn, d);
+		ackn = earlier(ackn, srdma_netresp_ack_timer(nq, now));
 		qp_unpin(nq);
 	}
+	if (reqs)
+		*reqs = reqn;
 	/* Held ACKs still waiting: the inline path's to watch too. */
 	if (ackn) {
 		a = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
@@ -674,7 +678,7 @@ static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
 		       !atomic_compare_exchange_weak(&ep->ack_due, &a, ackn))
 			;
 	}
-	return next;
+	return earlier(reqn, ackn);
 }
 
 /* ---- the progress thread ---------------------------------------------------- */
@@ -724,7 +728,7 @@ static void *progress_thread(void *arg)
 {
 	struct srdma_net_ctx *ep = arg;
 	struct epoll_event ev[4];
-	uint64_t now, next, until;
+	uint64_t now, next, until, reqs, fault_next = 0;
 	struct timespec ts;
 	bool timed, rx, fwd;
 	int n, i;
@@ -735,21 +739,27 @@ static void *progress_thread(void *arg)
 		atomic_store(&ep->sleep_until, UINT64_MAX);
 		now = srdma_net_now_ns();
 		pthread_mutex_lock(&ep->timer_lock);
-		next = run_timers(ep, now);
+		next = run_timers(ep, now, &reqs);
 		pthread_mutex_unlock(&ep->timer_lock);
 		if (ep->fault) {
-			uint64_t f = srdma_netfault_tick(ep->fault, now,
+			fault_next = srdma_netfault_tick(ep->fault, now,
 							 fault_emit,
 							 fault_deliver, ep);
-
-			if (f && (!next || f < next))
-				next = f;
+			next = earlier(next, fault_next);
 		}
 		/* The application polls: sleep until it may have stopped,
 		 * then take the socket back (and drain what it left). */
 		until = ep->poll_ns ? poll_mode(ep, now) : 0;
-		if (until && (!next || until < next))
-			next = until;
+		if (until) {
+			/* Held ACKs are the polling application's to send
+			 * (srdma_net_progress watches ep->ack_due); we come
+			 * back for them at the end of poll mode, not before:
+			 * the requester's timers and the faults' only. */
+			next = reqs;
+			if (ep->fault)
+				next = earlier(next, fault_next);
+			next = earlier(next, until);
+		}
 		atomic_store(&ep->sleep_until, next ? next : UINT64_MAX);
 		timed = next != 0;
 		if (timed) {
@@ -778,11 +788,25 @@ static void *progress_thread(void *arg)
 				rx = true;
 			}
 		}
-		if (rx || fwd) {
+		if (!rx && !fwd)
+			continue;
+		/* In poll mode, an application draining now has just polled:
+		 * leave it the socket rather than wait for the lock (which
+		 * would cost it a futex wake-up when it unlocks); the next
+		 * round finds poll mode on and steps aside. Only then: a
+		 * holder that is not polling (preempted, say) is waited for,
+		 * never spun on. */
+		if (ep->poll_ns && !fwd &&
+		    pthread_mutex_trylock(&ep->drain_lock)) {
+			if (atomic_load(&ep->poll_until) >
+			    srdma_net_now_ns())
+				continue;
 			pthread_mutex_lock(&ep->drain_lock);
-			drain(ep, 256, fwd);
-			pthread_mutex_unlock(&ep->drain_lock);
+		} else if (!ep->poll_ns || fwd) {
+			pthread_mutex_lock(&ep->drain_lock);
 		}
+		drain(ep, 256, fwd);
+		pthread_mutex_unlock(&ep->drain_lock);
 	}
 	return NULL;
 }
@@ -970,6 +994,12 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 	ep = atomic_exchange_explicit(&ctx->net, NULL, memory_order_acq_rel);
 	if (!ep || ep_inherited(ep))
 		return;		/* a child's copy: its fds are closed */
+	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs, %llu of %llu datagrams received inline",
+		  ep->id.lid,
+		  (unsigned long long)atomic_load(&ep->st.wakeups),
+		  (unsigned long long)atomic_load(&ep->st.poll_handoffs),
+		  (unsigned long long)atomic_load(&ep->st.inline_rx),
+		  (unsigned long long)atomic_load(&ep->st.rx_dgrams));
 	atomic_store(&ep->stop, true);
 	if (write(ep->evfd, &one, sizeof(one)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
@@ -1183,7 +1213,7 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	if ((atomic_load_explicit(&ep->sleep_until, memory_order_relaxed) <
 	     now || (ack && ack <= now)) &&
 	    !pthread_mutex_trylock(&ep->timer_lock)) {
-		run_timers(ep, now);
+		run_timers(ep, now, NULL);
 		pthread_mutex_unlock(&ep->timer_lock);
 	}
 	return n;

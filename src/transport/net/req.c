@@ -351,10 +351,14 @@ static int sge_copyv(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 		ret = -EACCES;
 		goto out;
 	}
+	/* Our own pid, without a getpid() system call per message (the
+	 * context's owner: an inherited context is never used). */
 	if (to_sge)
-		got = process_vm_writev(getpid(), liov, nl, riov, n, 0);
+		got = process_vm_writev(r->nq->ctx->host.pid, liov, nl, riov,
+					n, 0);
 	else
-		got = process_vm_readv(getpid(), liov, nl, riov, n, 0);
+		got = process_vm_readv(r->nq->ctx->host.pid, liov, nl, riov,
+				       n, 0);
 	if (got != (ssize_t)want) {
 		srdma_dbg("QP %#x wr_id %#llx: local memory not %s",
 			  qpn(r), (unsigned long long)w->wr_id,
