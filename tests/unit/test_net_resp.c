@@ -835,6 +835,15 @@ static void test_source_transport(void **state)
 
 /* ---- delayed ACKs (net-responder.md, "ACK timing") ----------------------- */
 
+static bool polls;
+
+/* The application waits for events unless it "polls". */
+static bool app_waits(struct srdma_context *ctx)
+{
+	(void)ctx;
+	return !polls;
+}
+
 /* Our requester sent lately: the ACK of a SEND is held back; its timer
  * sends it (not before its deadline), a newer one replaces it and keeps
  * the deadline, the requester can take it (srdma_netresp_ack_take: built
@@ -854,6 +863,8 @@ static void test_delayed_ack(void **state)
 	int i;
 
 	(void)state;
+	srdma_net_app_waits_hook = app_waits;
+	polls = true;
 	for (i = 0; i < 6; i++)
 		post_recv(f, (uint64_t)i, (uint32_t)i * 64, 64);
 	/* No request of ours lately: ACKed at once. */
@@ -862,7 +873,8 @@ static void test_delayed_ack(void **state)
 	inject(f, &p, "a", 1);
 	assert_int_equal(ntx, 1);
 	check_ack(0, SRDMA_AETH_ACK, 10);
-	/* Our requester just sent: held, the message delivered all the same. */
+	/* Our requester just sent and the application polls: held, the
+	 * message delivered all the same. */
 	atomic_store(&f->nq.req_tx_ns, srdma_net_now_ns());
 	p.psn = 11;
 	inject(f, &p, "b", 1);
@@ -961,6 +973,36 @@ static void test_delayed_ack(void **state)
 	pthread_mutex_unlock(&f->nq.resp_lock);
 	assert_false(srdma_netresp_ack_flush(&f->nq));
 	assert_int_equal(atomic_load(&f->st.acks_delayed), 6);
+	srdma_net_app_waits_hook = NULL;
+	fx_free(f);
+}
+
+/* An application that waits for events gets no held ACK: its peer sees
+ * the ACK before our reply, as from a NIC. */
+static void test_delayed_ack_events(void **state)
+{
+	struct fx *f = fx_new(IBV_QPT_RC, 0, 1);
+	struct srdma_pkt p;
+
+	(void)state;
+	srdma_net_app_waits_hook = app_waits;
+	polls = false;
+	post_recv(f, 1, 0, 64);
+	post_recv(f, 2, 64, 64);
+	atomic_store(&f->nq.req_tx_ns, srdma_net_now_ns());
+	p = req(f, SRDMA_OP_SEND_ONLY, 1);
+	p.ackreq = true;
+	inject(f, &p, "a", 1);
+	assert_int_equal(ntx, 1);
+	check_ack(0, SRDMA_AETH_ACK, 1);
+	polls = true;
+	p.psn = 2;
+	inject(f, &p, "b", 1);
+	assert_int_equal(ntx, 1);
+	assert_int_equal(atomic_load(&f->st.acks_delayed), 1);
+	assert_true(srdma_netresp_ack_flush(&f->nq));
+	check_ack(1, SRDMA_AETH_ACK, 2);
+	srdma_net_app_waits_hook = NULL;
 	fx_free(f);
 }
 
@@ -971,10 +1013,13 @@ static void test_delayed_ack_uc(void **state)
 	struct srdma_pkt p;
 
 	(void)state;
+	srdma_net_app_waits_hook = app_waits;
+	polls = true;
 	post_recv(f, 1, 0, 64);
 	atomic_store(&f->nq.req_tx_ns, srdma_net_now_ns());
 	p = req(f, SRDMA_OP_SEND_ONLY, 1);
 	inject(f, &p, "a", 1);
+	srdma_net_app_waits_hook = NULL;
 	assert_int_equal(ntx, 0);
 	assert_int_equal(atomic_load(&f->nq.ack_pending), 0);
 	fx_free(f);
@@ -1334,6 +1379,7 @@ int main(void)
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_delayed_ack),
+		cmocka_unit_test(test_delayed_ack_events),
 		cmocka_unit_test(test_delayed_ack_uc),
 	};
 

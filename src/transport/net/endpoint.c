@@ -67,6 +67,7 @@
 #define TIMER_BATCH 64
 #define QP_SLOTS (1u << SRDMA_QPN_SHIFT)
 #define SRDMA_NET_POLL_US_DEFAULT 200	/* poll mode after an inline poll */
+#define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
 
 struct srdma_net_ctx {
 	struct srdma_context *ctx;	/* immutable */
@@ -109,6 +110,9 @@ struct srdma_net_ctx {
 	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
 	_Atomic uint64_t poll_until;
 	_Atomic bool udp_off;
+	/* The last ibv_req_notify_cq / ibv_get_cq_event (srdma_net_poll_end),
+	 * 0 for none: the application waits for events (no held ACKs). */
+	_Atomic uint64_t event_ns;
 	/* The earliest held-ACK deadline armed since the last timer scan
 	 * (0: none): the inline path scans when it is due. */
 	_Atomic uint64_t ack_due;
@@ -1203,12 +1207,14 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 		return 0;
 	n = drain(ep, budget, false);
 	pthread_mutex_unlock(&ep->drain_lock);
-	cnt(&ep->st.inline_rx, (uint64_t)n);
-	if (ep->fault && n)
-		fault_tick(ep);
-	/* Timers are the thread's, unless it is late. */
-	if (n)
+	if (n) {
+		/* (An empty poll writes no shared counter.) */
+		cnt(&ep->st.inline_rx, (uint64_t)n);
+		if (ep->fault)
+			fault_tick(ep);
 		now = srdma_net_now_ns();
+	}
+	/* Timers are the thread's, unless it is late. */
 	ack = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
 	if ((atomic_load_explicit(&ep->sleep_until, memory_order_relaxed) <
 	     now || (ack && ack <= now)) &&
@@ -1222,9 +1228,17 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 void srdma_net_poll_end(struct srdma_context *ctx)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
-	uint64_t one = 1;
+	uint64_t one = 1, now;
 
-	if (!ep || !ep->poll_ns ||
+	if (!ep)
+		return;
+	/* The application uses events: no held ACKs for a while. */
+	now = srdma_net_now_ns();
+	if (atomic_load_explicit(&ep->event_ns, memory_order_relaxed) + 1000000u <
+	    now)
+		atomic_store_explicit(&ep->event_ns, now,
+				      memory_order_relaxed);
+	if (!ep->poll_ns ||
 	    !atomic_load_explicit(&ep->poll_until, memory_order_relaxed))
 		return;
 	atomic_store(&ep->poll_until, 0);
@@ -1232,6 +1246,21 @@ void srdma_net_poll_end(struct srdma_context *ctx)
 	if (atomic_load(&ep->udp_off) &&
 	    write(ep->evfd, &one, sizeof(one)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
+}
+
+bool (*srdma_net_app_waits_hook)(struct srdma_context *ctx);
+
+bool srdma_net_app_waits(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t t;
+
+	if (srdma_net_app_waits_hook)
+		return srdma_net_app_waits_hook(ctx);
+	if (!ep)
+		return false;
+	t = atomic_load_explicit(&ep->event_ns, memory_order_relaxed);
+	return t && srdma_net_now_ns() - t < APP_WAITS_NS;
 }
 
 void srdma_net_ack_armed(struct srdma_context *ctx, uint64_t due_ns)

@@ -286,6 +286,17 @@ int srdma_net_progress(struct srdma_context *ctx, int budget);
 void srdma_net_poll_end(struct srdma_context *ctx);
 
 /**
+ * srdma_net_app_waits() - has the application of @ctx waited for
+ * completion events lately (ibv_req_notify_cq or ibv_get_cq_event within
+ * the last 100 ms)? The responder then holds no ACK back: an application
+ * that waits for events gets its peer's ACK before the peer's reply, as
+ * from a NIC (perftest -e relies on it). A test without an endpoint
+ * answers through srdma_net_app_waits_hook (NULL: false).
+ */
+bool srdma_net_app_waits(struct srdma_context *ctx);
+extern bool (*srdma_net_app_waits_hook)(struct srdma_context *ctx);
+
+/**
  * srdma_net_ack_armed() - the responder of a QP of @ctx holds an ACK
  * back until @due_ns (nq->ack_due_ns): the inline path runs the timer
  * scan from then on; the progress thread is kicked only if it neither

@@ -847,7 +847,8 @@ static void ack_init(void)
  * May the ACK of this packet (the last of an RC SEND or WRITE, executed,
  * AckReq set) wait for a request of ours to ride behind? Only when a
  * reply is likely (our requester sent a request lately: ping-pong
- * traffic), and when no timeout of the peer's is likely to be that short.
+ * traffic), when no timeout of the peer's is likely to be that short,
+ * and when our application does not wait for events.
  */
 static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs)
 {
@@ -865,7 +866,13 @@ static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs)
 	if (now - sent > ACK_RECENT_NS)
 		return false;
 	tmo = nq->qp->attr.timeout;
-	return !tmo || srdma_ack_timeout_ns(tmo) >= ACK_MIN_RTO_NS;
+	if (tmo && srdma_ack_timeout_ns(tmo) < ACK_MIN_RTO_NS)
+		return false;
+	/* Not when our application waits for events: its peer would see
+	 * our reply before its own send completion (the reply's event
+	 * first), which no NIC does in the common case and perftest -e does
+	 * not survive. */
+	return !srdma_net_app_waits(nq->ctx);
 }
 
 /* Hold the ACK of @psn back: our requester's next request takes it along
