@@ -83,6 +83,8 @@
 /* The UDP payload of one GSO send: an IPv4 datagram's largest. */
 #define GSO_BYTES (65535u - SRDMA_IPV4_HDR_BYTES - SRDMA_UDP_HDR_BYTES)
 #define QP_SLOTS (1u << SRDMA_QPN_SHIFT)
+#define SRDMA_NET_POLL_US_DEFAULT 200	/* poll mode after an inline poll */
+#define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
 
 struct srdma_net_ctx {
 	struct srdma_context *ctx;	/* immutable */
@@ -122,6 +124,21 @@ struct srdma_net_ctx {
 	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
 	 * it once (relaxed) */
 	_Atomic bool gso;
+	/* Poll mode (net-endpoint.md, "Progress"): while an application
+	 * polls inline, the thread takes the UDP socket out of its epoll
+	 * set and leaves receiving to the application. poll_until: the end
+	 * of poll mode (the last inline poll + poll_ns), 0 when off; any
+	 * thread stores it. udp_off: the socket is out of the set (set by
+	 * the thread, read by srdma_net_poll_end to decide on a kick). */
+	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
+	_Atomic uint64_t poll_until;
+	_Atomic bool udp_off;
+	/* The last ibv_req_notify_cq / ibv_get_cq_event (srdma_net_poll_end),
+	 * 0 for none: the application waits for events (no held ACKs). */
+	_Atomic uint64_t event_ns;
+	/* The earliest held-ACK deadline armed since the last timer scan
+	 * (0: none): the inline path scans when it is due. */
+	_Atomic uint64_t ack_due;
 	struct srdma_pcap *pcap;	/* immutable: SRDMA_PCAP, or NULL */
 	struct srdma_netfault *fault;	/* immutable: SRDMA_NET_FAULT, or
 					 * NULL (its own lock) */
@@ -665,38 +682,68 @@ static int drain(struct srdma_net_ctx *ep, int budget, bool fwd)
 
 /* ---- timers ---------------------------------------------------------------- */
 
-/* Run the due requester timers; return the earliest one left (0: none). */
-static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
+/* The earlier of two deadlines, 0 standing for none. */
+static inline uint64_t earlier(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* Run the due requester timers and held-ACK deadlines; return the
+ * earliest one left (0: none), and in *@reqs (if given) the earliest
+ * requester deadline alone. */
+static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now,
+			   uint64_t *reqs)
 {
 	struct srdma_net_qp *due[TIMER_BATCH], *nq;
-	uint64_t next = 0, d;
+	uint64_t reqn = 0, ackn = 0, d, a;
 	unsigned int n = 0, i;
 
+	/* Scanned from here on: a hold armed meanwhile lowers it again. */
+	atomic_store(&ep->ack_due, 0);
 	pthread_mutex_lock(&ep->lock);
 	for (nq = ep->qp_list; nq; nq = nq->ep_next) {
 		d = atomic_load_explicit(&nq->deadline_ns,
 					 memory_order_acquire);
-		if (!d)
+		a = atomic_load_explicit(&nq->ack_due_ns,
+					 memory_order_acquire);
+		if (!d && !a)
 			continue;
-		if (d <= now && n < TIMER_BATCH) {
+		if (earlier(d, a) <= now && n < TIMER_BATCH) {
 			atomic_fetch_add(&nq->refs, 1);
 			due[n++] = nq;
 			continue;
 		}
-		if (d <= now)
-			d = now + 1;	/* the rest: next round */
-		if (!next || d < next)
-			next = d;
+		/* The rest of what is due: next round. */
+		if (d && d <= now)
+			d = now + 1;
+		if (a && a <= now)
+			a = now + 1;
+		reqn = earlier(reqn, d);
+		ackn = earlier(ackn, a);
 	}
 	pthread_mutex_unlock(&ep->lock);
 	for (i = 0; i < n; i++) {
-		d = srdma_net_timer_hook ? srdma_net_timer_hook(due[i], now) :
-					   srdma_netreq_timer(due[i], now);
-		if (d && (!next || d < next))
-			next = d;
-		qp_unpin(due[i]);
+		nq = due[i];
+		d = atomic_load_explicit(&nq->deadline_ns,
+					 memory_order_acquire);
+		if (d && d <= now)
+			d = srdma_net_timer_hook ?
+				srdma_net_timer_hook(nq, now) :
+				srdma_netreq_timer(nq, now);
+		reqn = earlier(reqn, d);
+		ackn = earlier(ackn, srdma_netresp_ack_timer(nq, now));
+		qp_unpin(nq);
 	}
-	return next;
+	if (reqs)
+		*reqs = reqn;
+	/* Held ACKs still waiting: the inline path's to watch too. */
+	if (ackn) {
+		a = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
+		while ((!a || ackn < a) &&
+		       !atomic_compare_exchange_weak(&ep->ack_due, &a, ackn))
+			;
+	}
+	return earlier(reqn, ackn);
 }
 
 /* ---- the progress thread ---------------------------------------------------- */
@@ -704,11 +751,49 @@ static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
 static int fault_emit(void *arg, const struct srdma_wire_path *p,
 		      const struct iovec *iov, int n);
 
+/*
+ * Poll mode: should the UDP socket be out of the thread's epoll set now?
+ * Moves it in or out (level-triggered: datagrams queued while it was out
+ * wake the thread at once when it comes back). Thread only.
+ * Return: the end of poll mode (0: off).
+ */
+static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now)
+{
+	struct epoll_event ev = { .events = 0, .data.fd = ep->udp };
+	uint64_t until = atomic_load(&ep->poll_until);
+
+	if (until > now && !atomic_load_explicit(&ep->udp_off,
+						 memory_order_relaxed)) {
+		/* Out first, then look again: an application that ends poll
+		 * mode meanwhile (srdma_net_poll_end) either sees udp_off and
+		 * kicks, or we see its 0 here (both seq_cst). */
+		atomic_store(&ep->udp_off, true);
+		until = atomic_load(&ep->poll_until);
+		if (until > now) {
+			if (epoll_ctl(ep->epfd, EPOLL_CTL_MOD, ep->udp, &ev))
+				srdma_dbg("epoll_ctl: %s", strerror(errno));
+			cnt(&ep->st.poll_handoffs, 1);
+			return until;
+		}
+		atomic_store(&ep->udp_off, false);
+		return 0;
+	}
+	if (until <= now && atomic_load_explicit(&ep->udp_off,
+						 memory_order_relaxed)) {
+		ev.events = EPOLLIN;
+		if (epoll_ctl(ep->epfd, EPOLL_CTL_MOD, ep->udp, &ev))
+			srdma_dbg("epoll_ctl: %s", strerror(errno));
+		atomic_store(&ep->udp_off, false);
+		return 0;
+	}
+	return until > now ? until : 0;
+}
+
 static void *progress_thread(void *arg)
 {
 	struct srdma_net_ctx *ep = arg;
 	struct epoll_event ev[4];
-	uint64_t now, next;
+	uint64_t now, next, until, reqs, fault_next = 0;
 	struct timespec ts;
 	bool timed, rx, fwd;
 	int n, i;
@@ -719,15 +804,26 @@ static void *progress_thread(void *arg)
 		atomic_store(&ep->sleep_until, UINT64_MAX);
 		now = srdma_net_now_ns();
 		pthread_mutex_lock(&ep->timer_lock);
-		next = run_timers(ep, now);
+		next = run_timers(ep, now, &reqs);
 		pthread_mutex_unlock(&ep->timer_lock);
 		if (ep->fault) {
-			uint64_t f = srdma_netfault_tick(ep->fault, now,
+			fault_next = srdma_netfault_tick(ep->fault, now,
 							 fault_emit,
 							 fault_deliver, ep);
-
-			if (f && (!next || f < next))
-				next = f;
+			next = earlier(next, fault_next);
+		}
+		/* The application polls: sleep until it may have stopped,
+		 * then take the socket back (and drain what it left). */
+		until = ep->poll_ns ? poll_mode(ep, now) : 0;
+		if (until) {
+			/* Held ACKs are the polling application's to send
+			 * (srdma_net_progress watches ep->ack_due); we come
+			 * back for them at the end of poll mode, not before:
+			 * the requester's timers and the faults' only. */
+			next = reqs;
+			if (ep->fault)
+				next = earlier(next, fault_next);
+			next = earlier(next, until);
 		}
 		atomic_store(&ep->sleep_until, next ? next : UINT64_MAX);
 		timed = next != 0;
@@ -757,11 +853,25 @@ static void *progress_thread(void *arg)
 				rx = true;
 			}
 		}
-		if (rx || fwd) {
+		if (!rx && !fwd)
+			continue;
+		/* In poll mode, an application draining now has just polled:
+		 * leave it the socket rather than wait for the lock (which
+		 * would cost it a futex wake-up when it unlocks); the next
+		 * round finds poll mode on and steps aside. Only then: a
+		 * holder that is not polling (preempted, say) is waited for,
+		 * never spun on. */
+		if (ep->poll_ns && !fwd &&
+		    pthread_mutex_trylock(&ep->drain_lock)) {
+			if (atomic_load(&ep->poll_until) >
+			    srdma_net_now_ns())
+				continue;
 			pthread_mutex_lock(&ep->drain_lock);
-			drain(ep, 256, fwd);
-			pthread_mutex_unlock(&ep->drain_lock);
+		} else if (!ep->poll_ns || fwd) {
+			pthread_mutex_lock(&ep->drain_lock);
 		}
+		drain(ep, 256, fwd);
+		pthread_mutex_unlock(&ep->drain_lock);
 	}
 	return NULL;
 }
@@ -788,6 +898,26 @@ static void ep_free(struct srdma_net_ctx *ep)
 	free(ep);
 }
 
+/* A number of microseconds from the environment: @def if unset or not a
+ * number, at most @max. */
+static uint64_t env_us(const char *name, uint64_t def, uint64_t max)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long x;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || *end) {
+		srdma_warn("%s=%s: not a number of microseconds, using %llu",
+			   name, v, (unsigned long long)def);
+		return def;
+	}
+	return x > max ? max : x;
+}
+
 static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 {
 	struct srdma_net_ctx *ep = calloc(1, sizeof(*ep));
@@ -808,6 +938,9 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 			  strcmp(getenv("SRDMA_NET_INLINE"), "0");
 	atomic_init(&ep->gso, !getenv("SRDMA_NET_GSO") ||
 				      strcmp(getenv("SRDMA_NET_GSO"), "0"));
+	ep->poll_ns = ep->poll_inline ? env_us("SRDMA_NET_POLL_US",
+					       SRDMA_NET_POLL_US_DEFAULT,
+					       1000000) * 1000 : 0;
 	atomic_init(&ep->sleep_until, UINT64_MAX);
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->drain_lock, NULL);
@@ -945,6 +1078,12 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 	ep = atomic_exchange_explicit(&ctx->net, NULL, memory_order_acq_rel);
 	if (!ep || ep_inherited(ep))
 		return;		/* a child's copy: its fds are closed */
+	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs, %llu of %llu datagrams received inline",
+		  ep->id.lid,
+		  (unsigned long long)atomic_load(&ep->st.wakeups),
+		  (unsigned long long)atomic_load(&ep->st.poll_handoffs),
+		  (unsigned long long)atomic_load(&ep->st.inline_rx),
+		  (unsigned long long)atomic_load(&ep->st.rx_dgrams));
 	atomic_store(&ep->stop, true);
 	if (write(ep->evfd, &one, sizeof(one)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
@@ -1329,10 +1468,18 @@ static bool rx_pending(struct srdma_net_ctx *ep)
 int srdma_net_progress(struct srdma_context *ctx, int budget)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t now, ack;
 	int n;
 
 	if (!ep || budget <= 0 || !ep->poll_inline)
 		return 0;
+	now = srdma_net_now_ns();
+	/* Poll mode: the thread keeps off the socket until poll_ns after
+	 * the last of these calls (one store; the thread reads it when it
+	 * wakes). */
+	if (ep->poll_ns)
+		atomic_store_explicit(&ep->poll_until, now + ep->poll_ns,
+				      memory_order_relaxed);
 	/* Look before taking drain_lock: a polling application that held
 	 * it around every empty recvmmsg was often preempted holding it,
 	 * and its progress thread, woken for a datagram, then waited for
@@ -1345,16 +1492,80 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 		n = drain(ep, budget, false);
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
-	cnt(&ep->st.inline_rx, (uint64_t)n);
-	if (ep->fault && n)
-		fault_tick(ep);
+	if (n) {
+		/* (An empty poll writes no shared counter.) */
+		cnt(&ep->st.inline_rx, (uint64_t)n);
+		if (ep->fault)
+			fault_tick(ep);
+		now = srdma_net_now_ns();
+	}
 	/* Timers are the thread's, unless it is late. */
-	if (atomic_load_explicit(&ep->sleep_until, memory_order_relaxed) <
-	    srdma_net_now_ns() && !pthread_mutex_trylock(&ep->timer_lock)) {
-		run_timers(ep, srdma_net_now_ns());
+	ack = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
+	if ((atomic_load_explicit(&ep->sleep_until, memory_order_relaxed) <
+	     now || (ack && ack <= now)) &&
+	    !pthread_mutex_trylock(&ep->timer_lock)) {
+		run_timers(ep, now, NULL);
 		pthread_mutex_unlock(&ep->timer_lock);
 	}
 	return n;
+}
+
+void srdma_net_poll_end(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t one = 1, now;
+
+	if (!ep)
+		return;
+	/* The application uses events: no held ACKs for a while. */
+	now = srdma_net_now_ns();
+	if (atomic_load_explicit(&ep->event_ns, memory_order_relaxed) + 1000000u <
+	    now)
+		atomic_store_explicit(&ep->event_ns, now,
+				      memory_order_relaxed);
+	if (!ep->poll_ns ||
+	    !atomic_load_explicit(&ep->poll_until, memory_order_relaxed))
+		return;
+	atomic_store(&ep->poll_until, 0);
+	/* See poll_mode(): the thread sees the 0, or we see udp_off. */
+	if (atomic_load(&ep->udp_off) &&
+	    write(ep->evfd, &one, sizeof(one)) < 0)
+		srdma_dbg("eventfd: %s", strerror(errno));
+}
+
+bool (*srdma_net_app_waits_hook)(struct srdma_context *ctx);
+
+bool srdma_net_app_waits(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t t;
+
+	if (srdma_net_app_waits_hook)
+		return srdma_net_app_waits_hook(ctx);
+	if (!ep)
+		return false;
+	t = atomic_load_explicit(&ep->event_ns, memory_order_relaxed);
+	return t && srdma_net_now_ns() - t < APP_WAITS_NS;
+}
+
+void srdma_net_ack_armed(struct srdma_context *ctx, uint64_t due_ns)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t cur;
+
+	if (!ep)
+		return;
+	cur = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
+	while ((!cur || due_ns < cur) &&
+	       !atomic_compare_exchange_weak(&ep->ack_due, &cur, due_ns))
+		;
+	/* The thread's own responder: its next scan sees the deadline. An
+	 * application in poll mode: its next polls run the scan, and the
+	 * thread wakes at the end of poll mode. Else wake the thread. */
+	if (pthread_equal(pthread_self(), ep->thread) ||
+	    atomic_load_explicit(&ep->udp_off, memory_order_relaxed))
+		return;
+	srdma_net_kick(ctx, due_ns);
 }
 
 void srdma_net_kick(struct srdma_context *ctx, uint64_t deadline_ns)
