@@ -1476,8 +1476,12 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	now = srdma_net_now_ns();
 	/* Poll mode: the thread keeps off the socket until poll_ns after
 	 * the last of these calls (one store; the thread reads it when it
-	 * wakes). */
-	if (ep->poll_ns)
+	 * wakes). Not for an application that waits for events (an empty
+	 * poll after an event is no sign it will keep polling): it keeps
+	 * the thread as before. */
+	if (ep->poll_ns &&
+	    now - atomic_load_explicit(&ep->event_ns, memory_order_relaxed) >=
+	    APP_WAITS_NS)
 		atomic_store_explicit(&ep->poll_until, now + ep->poll_ns,
 				      memory_order_relaxed);
 	/* Look before taking drain_lock: a polling application that held

@@ -68,8 +68,11 @@
 /* Delayed ACKs (net-responder.md, "ACK timing"). */
 #define ACK_DELAY_US_DEFAULT 20u	/* SRDMA_NET_ACK_DELAY_US */
 #define ACK_DELAY_US_MAX 1000u
-/* Our requester sent a request this recently: a reply may follow. */
-#define ACK_RECENT_NS 1000000ull
+/* Our requester sent a request this recently: a reply may follow. Long
+ * enough to outlast the scheduling stalls of a loaded machine (a
+ * ping-pong whose round trip took > 1 ms stopped holding, and without
+ * held ACKs its next round trips stall again). */
+#define ACK_RECENT_NS 100000000ull
 /* A QP whose own ACK timeout is shorter never holds an ACK back: the
  * peer's timeout is unknown, ours is the best guess at it. */
 #define ACK_MIN_RTO_NS 1000000ull
