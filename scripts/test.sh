@@ -3,12 +3,13 @@
 #
 # test.sh - README command 2: (re)build and run every default test with
 # CTest: unit, functional, ABI, real clients and rdma-core's own suite.
-# Benchmarks (label "bench") and long conformance runs (label
-# "conformance-full", none today) are excluded; run them with
-#   ctest --test-dir build -L bench   (or -L conformance-full)
+# Benchmarks (label "bench"), long conformance runs (label
+# "conformance-full", none today) and soak runs (label "soak") are
+# excluded; run them with
+#   ctest --test-dir build -L bench   (or -L conformance-full, -L soak)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DSRDMA_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
-exec ctest --test-dir build -LE 'bench|conformance-full' \
+exec ctest --test-dir build -LE 'bench|conformance-full|soak' \
 	--output-on-failure -j2 --timeout 600

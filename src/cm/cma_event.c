@@ -7,8 +7,15 @@
  * level-triggered by hand: it is made readable (counter 1) when the queue
  * becomes non-empty and drained when the last event is retrieved, so an
  * application can poll() or epoll the fd, set O_NONBLOCK on it, or just
- * call rdma_get_cm_event, which blocks in poll() when the queue is empty
- * and the fd is blocking, and returns EAGAIN when it is not.
+ * call rdma_get_cm_event, which blocks when the queue is empty and the fd
+ * is blocking, and returns EAGAIN when it is not.
+ *
+ * Blocking: librdmacm blocks in read(), which a signal interrupts (EINTR)
+ * unless its handler has SA_RESTART, in which case the kernel restarts
+ * the read. poll() would fail with EINTR either way, so a getter blocks
+ * in FUTEX_WAIT on the channel's push counter instead: the kernel treats
+ * that wait exactly like read() (restarted under SA_RESTART, EINTR
+ * otherwise), and reading nothing it leaves the fd's level alone.
  *
  * Accounting per id (what rdma_destroy_id and rdma_migrate_id wait on):
  * events_queued counts events on a queue; events_out counts events the
@@ -23,10 +30,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cm/cma_int.h"
@@ -82,6 +91,12 @@ static void channel_push(struct cm_channel *chan, struct cm_event *ev)
 	*chan->tail = ev;
 	chan->tail = &ev->next;
 	channel_sync_fd(chan);
+	/* Wake blocked getters. The bump pairs with their load under
+	 * cm.lock (channel_get): one that loaded the old value either sees
+	 * the new one in FUTEX_WAIT (EAGAIN) or is woken here. */
+	atomic_fetch_add_explicit(&chan->pushed, 1, memory_order_relaxed);
+	syscall(SYS_futex, &chan->pushed, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+		NULL, 0);
 }
 
 /* Unlink @ev from its channel's queue. Requires cm.lock. */
@@ -282,12 +297,14 @@ static int child_take_channel(struct cm_event *ev, struct cm_channel *from)
 /* Retrieve one event, blocking per the fd's O_NONBLOCK. Return 0/-errno. */
 static int channel_get(struct cm_channel *chan, struct cm_event **out)
 {
-	struct pollfd pfd = {.fd = chan->ch.fd, .events = POLLIN};
 	struct cm_event *ev;
+	uint32_t seen;
 	int ret;
 
 	for (;;) {
 		srdma_cm_lock();
+		seen = atomic_load_explicit(&chan->pushed,
+					    memory_order_relaxed);
 		ev = channel_pop(chan);
 		if (ev) {
 			ret = child_take_channel(ev, chan);
@@ -302,7 +319,11 @@ static int channel_get(struct cm_channel *chan, struct cm_event **out)
 		srdma_cm_unlock();
 		if (fd_nonblocking(chan->ch.fd))
 			return -EAGAIN;
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		/* Sleeps only while nothing was pushed since @seen. A signal
+		 * ends the wait with -EINTR unless its handler has SA_RESTART,
+		 * as librdmacm's read() of its event fd. */
+		if (syscall(SYS_futex, &chan->pushed, FUTEX_WAIT_PRIVATE, seen,
+			    NULL, NULL, 0) < 0 && errno != EAGAIN)
 			return -errno;
 	}
 }

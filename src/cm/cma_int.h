@@ -82,6 +82,9 @@ struct cm_channel {
 	struct cm_event **tail;
 	bool signaled; /* eventfd counter is non-zero */
 	bool internal; /* private channel of a sync id */
+	_Atomic uint32_t pushed; /* atomic (written under cm.lock): bumped
+				  * on every push; blocked getters FUTEX_WAIT
+				  * on it (cma_event.c channel_get) */
 };
 
 /* Parameters of the connection, ours and the peer's. */

@@ -357,6 +357,8 @@ SRDMA_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 	}
 	if (attr->srq_type != IBV_SRQT_BASIC) {
 		/* XRC is not offered: ibv_open_xrcd would fail. */
+		srdma_dbg("rdma_create_srq_ex: srq_type %d not supported "
+			  "(basic SRQs only, no XRC)", (int)attr->srq_type);
 		ret = -EOPNOTSUPP;
 		goto out;
 	}

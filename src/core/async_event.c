@@ -295,8 +295,7 @@ int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev)
 		char b;
 		ssize_t n = read(ctx->async_fd, &b, 1);
 
-		if (n < 0 && errno == EINTR)
-			continue;
+		/* -EINTR on a signal, as rdma-core (see srdma_chan_get_event) */
 		if (n != 1)
 			return n < 0 ? -errno : -EIO;
 		/* Our segment was truncated or overwritten, or our registry

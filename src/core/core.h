@@ -29,7 +29,7 @@
 #define SRDMA_MAX_MW (1u << 16)
 #define SRDMA_MAX_FMR 4096u		/* relaxed-MR pool per context */
 #define SRDMA_MAX_MAP_PER_FMR 1u
-#define SRDMA_MAX_PD (1u << 16)
+#define SRDMA_MAX_PD (1u << 24)		/* mlx5: 2^24; a PD is private memory */
 #define SRDMA_VENDOR_ID 0xffffffu	/* software device, as rxe */
 #define SRDMA_VENDOR_PART_ID 0x5352u	/* "SR": not known to perftest */
 #define SRDMA_HW_VER 1u
@@ -207,7 +207,8 @@ void srdma_context_drop_inherited(struct srdma_context *ctx);
 
 /**
  * srdma_async_get() - dequeue one event, blocking unless async_fd was made
- * non-blocking by the application. Return: 0 or -errno (-EAGAIN).
+ * non-blocking by the application. Return: 0 or -errno (-EAGAIN; -EINTR
+ * when a signal interrupts the wait, as rdma-core's ibv_get_async_event).
  */
 int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev);
 

@@ -199,8 +199,10 @@ int srdma_chan_get_event(struct srdma_chan *ch, struct srdma_cq **out)
 		ssize_t n = read(ch->ibch.fd, &b, 1);
 		uint32_t i;
 
-		if (n < 0 && errno == EINTR)
-			continue;
+		/* A signal ends the wait with -EINTR, as rdma-core's read()
+		 * does: qperf's SIGALRM must be able to stop a blocked
+		 * ibv_get_cq_event (a handler with SA_RESTART never gets
+		 * here: the kernel restarts the read). */
 		if (n != 1)
 			return n < 0 ? -errno : -EIO;
 		pthread_mutex_lock(&ctx->lock);
@@ -231,16 +233,29 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 	uint64_t off;
 	int ret;
 
-	if (!a->cqe || a->cqe > SRDMA_MAX_CQE)
+	if (!a->cqe || a->cqe > SRDMA_MAX_CQE) {
+		srdma_dbg("create CQ: %u entries refused (1..%u, max_cqe)",
+			  a->cqe, SRDMA_MAX_CQE);
 		return -EINVAL;
-	if (a->comp_vector >= (uint32_t)ctx->vctx.context.num_comp_vectors)
+	}
+	if (a->comp_vector >= (uint32_t)ctx->vctx.context.num_comp_vectors) {
+		srdma_dbg("create CQ: comp_vector %d refused (the device has "
+			  "%d)", (int)a->comp_vector,
+			  ctx->vctx.context.num_comp_vectors);
 		return -EINVAL;
+	}
 	if (a->channel) {
-		if (!srdma_handle_check(a->channel, SRDMA_OBJ_CHAN))
+		if (!srdma_handle_check(a->channel, SRDMA_OBJ_CHAN)) {
+			srdma_dbg("create CQ: %p is not a completion channel",
+				  (void *)a->channel);
 			return -EINVAL;
+		}
 		ch = container_of(a->channel, struct srdma_chan, ibch);
-		if (ch->ctx != ctx)
+		if (ch->ctx != ctx) {
+			srdma_dbg("create CQ: completion channel of another "
+				  "context");
 			return -EINVAL;
+		}
 	}
 	if (SRDMA_FAULT(CQ_ALLOC))
 		return -ENOMEM;
@@ -261,13 +276,19 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 			break;
 	}
 	if (i == SRDMA_SEG_CQ_SLOTS) {
+		srdma_dbg("create CQ: all %u CQs of the context in use (max_cq)",
+			  SRDMA_SEG_CQ_SLOTS);
 		ret = -ENOMEM;
 		goto err_unlock;
 	}
 	ret = srdma_arena_alloc(ctx, (uint64_t)size *
 				sizeof(struct srdma_shm_cqe), &off);
-	if (ret)
+	if (ret) {
+		srdma_dbg("create CQ: no room for %u CQEs in the context's "
+			  "%llu MiB ring arena", size,
+			  (unsigned long long)(SRDMA_SEG_ARENA_SIZE >> 20));
 		goto err_unlock;
+	}
 	sh = srdma_seg_cq(ctx->host.seg, slot);
 	if (!ctx->cq_minit[slot]) {
 		ret = srdma_shm_mutex_init(&sh->plock);
@@ -361,21 +382,31 @@ int srdma_cq_resize(struct srdma_cq *cq, uint32_t cqe)
 	uint64_t off, old_off, pos, cons, nbytes;
 	int ret;
 
-	if (!cqe || cqe > SRDMA_MAX_CQE)
+	if (!cqe || cqe > SRDMA_MAX_CQE) {
+		srdma_dbg("resize CQ %u: %u entries refused (1..%u, max_cqe)",
+			  cq->slot, cqe, SRDMA_MAX_CQE);
 		return -EINVAL;
+	}
 	size = srdma_roundup_pow2(cqe < 2 ? 2 : cqe);
 	nbytes = (uint64_t)size * sizeof(struct srdma_shm_cqe);
 	pthread_mutex_lock(&ctx->lock);
 	pthread_mutex_lock(&cq->poll_lock);
 	ret = srdma_arena_alloc(ctx, nbytes, &off);
-	if (ret)
+	if (ret) {
+		srdma_dbg("resize CQ %u: no room for %u CQEs in the ring arena",
+			  cq->slot, size);
 		goto out;
+	}
 	nring = srdma_seg_ptr(ctx->host.seg, off);
 	srdma_shm_lock(&sh->plock);
 	cons = atomic_load(&sh->cons);
 	if (sh->prod - cons > size) {
+		uint64_t queued = sh->prod - cons;
+
 		srdma_shm_unlock(&sh->plock);
 		srdma_arena_free(ctx, off, nbytes);
+		srdma_dbg("resize CQ %u to %u entries refused: %llu CQEs are "
+			  "queued", cq->slot, cqe, (unsigned long long)queued);
 		ret = -EINVAL;	/* would not hold what is queued */
 		goto out;
 	}

@@ -29,13 +29,25 @@
 #include "core/core.h"
 
 /* ---- limits reported by ibv_query_device ------------------------------- */
-#define SRDMA_MAX_CQE 32768u
-#define SRDMA_MAX_QP_WR 16384u
-#define SRDMA_MAX_SGE 32u
-#define SRDMA_MAX_INLINE 1024u
-#define SRDMA_MAX_SRQ_WR 16384u
-#define SRDMA_MAX_RD_ATOM 16u
-#define SRDMA_MAX_MSG (1u << 31)
+/*
+ * At least what a ConnectX (mlx5) reports wherever software has no reason
+ * to be smaller; every value below a ConnectX's, and why, is listed in
+ * docs/design/limits.md. Rings live in the context's sparse ring arena
+ * (SRDMA_SEG_ARENA_SIZE): a CQ of SRDMA_MAX_CQE entries (256 MiB of 64-byte
+ * CQEs) reserves address space, and tmpfs pages only as its CQEs are
+ * written.
+ */
+#define SRDMA_MAX_CQE 4194303u		/* mlx5: 4,194,303 (2^22 - 1) */
+#define SRDMA_MAX_QP_WR 32768u		/* mlx5: 32,768 */
+#define SRDMA_MAX_SGE 32u		/* mlx5: 30 */
+#define SRDMA_MAX_INLINE 1024u		/* mlx5: ~900 with 1 SGE */
+#define SRDMA_MAX_SRQ_WR 32768u		/* mlx5: 32,767 */
+#define SRDMA_MAX_RD_ATOM 16u		/* mlx5: 16 */
+#define SRDMA_MAX_MSG (1u << 31)	/* mlx5: 1 GiB */
+/* Inline data granted to a QP that asks for less: as rxe, room for its
+ * send SGEs (16 bytes each), so an application that asks for 0 bytes and
+ * sends one SGE's worth inline works; reported back in cap. */
+#define SRDMA_INLINE_PER_SGE 16u
 
 /* ---- peers: other contexts (or ourselves) as targets ------------------- */
 struct srdma_peer {
@@ -294,7 +306,9 @@ static inline struct srdma_cq *to_scq(struct ibv_cq *cq)
 /* ---- object entry points (core) ----------------------------------------- */
 int srdma_chan_create(struct srdma_context *ctx, struct srdma_chan **out);
 int srdma_chan_destroy(struct srdma_chan *ch);
-/* Block (unless the fd is non-blocking) for the next fired CQ. */
+/* Block (unless the fd is non-blocking) for the next fired CQ.
+ * Return: 0, -EAGAIN (non-blocking, nothing fired) or -EINTR (a signal
+ * interrupted the wait, as rdma-core's ibv_get_cq_event). */
 int srdma_chan_get_event(struct srdma_chan *ch, struct srdma_cq **out);
 
 struct srdma_cq_args {

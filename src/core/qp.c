@@ -60,8 +60,11 @@ int srdma_rq_init(struct srdma_context *ctx, struct srdma_shm_rq *rq,
 				(sizeof(struct srdma_shm_rwqe) +
 				 max_sge * sizeof(struct srdma_shm_rsge)),
 				&off);
-	if (ret)
+	if (ret) {
+		srdma_dbg("receive queue of %u WQEs x %u SGEs: no room in the "
+			  "context's ring arena", size, max_sge);
 		return ret;
+	}
 	rq->ring_off = off;
 	rq->size = size;
 	rq->max_sge = max_sge;
@@ -175,12 +178,30 @@ static int check_cap(const struct ibv_qp_cap *cap, bool has_srq)
 {
 	if (cap->max_send_wr > SRDMA_MAX_QP_WR ||
 	    cap->max_send_sge > SRDMA_MAX_SGE ||
-	    cap->max_inline_data > SRDMA_MAX_INLINE)
+	    cap->max_inline_data > SRDMA_MAX_INLINE ||
+	    (!has_srq && (cap->max_recv_wr > SRDMA_MAX_QP_WR ||
+			  cap->max_recv_sge > SRDMA_MAX_SGE))) {
+		srdma_dbg("create QP: cap refused: send_wr %u send_sge %u "
+			  "inline %u recv_wr %u recv_sge %u%s (max %u WRs, "
+			  "%u SGEs, %u inline bytes)", cap->max_send_wr,
+			  cap->max_send_sge, cap->max_inline_data,
+			  cap->max_recv_wr, cap->max_recv_sge,
+			  has_srq ? " (recv: SRQ)" : "", SRDMA_MAX_QP_WR,
+			  SRDMA_MAX_SGE, SRDMA_MAX_INLINE);
 		return -EINVAL;
-	if (!has_srq && (cap->max_recv_wr > SRDMA_MAX_QP_WR ||
-			 cap->max_recv_sge > SRDMA_MAX_SGE))
-		return -EINVAL;
+	}
 	return 0;
+}
+
+/* Inline bytes granted: what was asked, rounded up to the room of the
+ * send SGEs (as rxe and mlx5 round up to their WQE), reported in cap. */
+static uint32_t inline_grant(const struct ibv_qp_cap *cap)
+{
+	uint32_t room = cap->max_send_sge * SRDMA_INLINE_PER_SGE;
+
+	if (room > SRDMA_MAX_INLINE)
+		room = SRDMA_MAX_INLINE;
+	return cap->max_inline_data > room ? cap->max_inline_data : room;
 }
 
 int srdma_qp_create(struct srdma_context *ctx,
@@ -196,33 +217,57 @@ int srdma_qp_create(struct srdma_context *ctx,
 			 IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	int ret;
 
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD))
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+		srdma_dbg("create QP: no PD (comp_mask %#x)", a->comp_mask);
 		return -EINVAL;
-	if (a->comp_mask & ~known)
+	}
+	if (a->comp_mask & ~known) {
+		srdma_dbg("create QP: comp_mask bits %#llx not supported",
+			  (unsigned long long)(a->comp_mask & ~known));
 		return -EOPNOTSUPP;
+	}
 	/* No creation flag (scatter FCS, CVLAN stripping...) is offered. */
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags)
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) {
+		srdma_dbg("create QP: create_flags %#x not supported",
+			  a->create_flags);
 		return -EOPNOTSUPP;
+	}
 	pd = srdma_pd_lookup(a->pd);
-	if (!pd || pd->ctx != ctx)
+	if (!pd || pd->ctx != ctx) {
+		srdma_dbg("create QP: %p is not a PD of this context",
+			  (void *)a->pd);
 		return -EINVAL;
+	}
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
-	    a->qp_type != IBV_QPT_UD)
+	    a->qp_type != IBV_QPT_UD) {
+		srdma_dbg("create QP: type %d not supported (RC, UC and UD "
+			  "are; XRC and raw packet QPs are not)", a->qp_type);
 		return -EOPNOTSUPP;
+	}
 	if (!a->send_cq || !a->recv_cq ||
 	    !srdma_handle_check(a->send_cq, SRDMA_OBJ_CQ) ||
-	    !srdma_handle_check(a->recv_cq, SRDMA_OBJ_CQ))
+	    !srdma_handle_check(a->recv_cq, SRDMA_OBJ_CQ)) {
+		srdma_dbg("create QP: send_cq %p / recv_cq %p: not both CQs",
+			  (void *)a->send_cq, (void *)a->recv_cq);
 		return -EINVAL;
+	}
 	scq = to_scq(a->send_cq);
 	rcq = to_scq(a->recv_cq);
-	if (scq->ctx != ctx || rcq->ctx != ctx)
+	if (scq->ctx != ctx || rcq->ctx != ctx) {
+		srdma_dbg("create QP: a CQ of another context");
 		return -EINVAL;
+	}
 	if (a->srq) {
-		if (!srdma_handle_check(a->srq, SRDMA_OBJ_SRQ))
+		if (!srdma_handle_check(a->srq, SRDMA_OBJ_SRQ)) {
+			srdma_dbg("create QP: %p is not an SRQ",
+				  (void *)a->srq);
 			return -EINVAL;
+		}
 		srq = container_of(a->srq, struct srdma_srq, ibsrq);
-		if (srq->ctx != ctx)
+		if (srq->ctx != ctx) {
+			srdma_dbg("create QP: an SRQ of another context");
 			return -EINVAL;
+		}
 	}
 	ret = check_cap(&a->cap, srq != NULL);
 	if (ret)
@@ -233,8 +278,11 @@ int srdma_qp_create(struct srdma_context *ctx,
 	     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
 	     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 	     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
-	     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)))
+	     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV))) {
+		srdma_dbg("create QP: send_ops_flags %#llx not supported",
+			  (unsigned long long)a->send_ops_flags);
 		return -EOPNOTSUPP;
+	}
 	if (SRDMA_FAULT(QP_ALLOC))
 		return -ENOMEM;
 	qp = calloc(1, sizeof(*qp));
@@ -253,6 +301,7 @@ int srdma_qp_create(struct srdma_context *ctx,
 	qp->cap = a->cap;
 	if (!qp->cap.max_send_sge)
 		qp->cap.max_send_sge = 1;
+	qp->cap.max_inline_data = inline_grant(&qp->cap);
 	if (srq) {
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
@@ -267,6 +316,8 @@ int srdma_qp_create(struct srdma_context *ctx,
 			break;
 	}
 	if (i == SRDMA_SEG_QP_SLOTS) {
+		srdma_dbg("create QP: all %u QPs of the context in use "
+			  "(max_qp)", SRDMA_SEG_QP_SLOTS - 1);
 		ret = -ENOMEM;
 		goto err_unlock;
 	}
@@ -468,6 +519,7 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 	};
 	enum ibv_qp_state cur, next;
 	struct srdma_shm_qp *sh = qp->sh;
+	const char *why;
 	int ret;
 
 	if (!attr)
@@ -477,6 +529,10 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur &&
 	    !(attr->cur_qp_state == IBV_QPS_RTS && cur == IBV_QPS_SQD)) {
+		srdma_dbg("modify_qp %#x: cur_qp_state %s, but the QP is %s",
+			  qp->ib.qp.qp_num,
+			  srdma_qp_state_str(attr->cur_qp_state),
+			  srdma_qp_state_str(cur));
 		ret = -EINVAL;
 		goto out;
 	}
@@ -486,16 +542,18 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 		lim.grh_required = true;
 		lim.max_path_mtu = srdma_gid_active_mtu(&qp->ctx->gids);
 	}
-	ret = srdma_qp_attr_check(qp->type, attr, mask, &lim);
-	if (!ret)
-		ret = srdma_qp_modify_check(qp->type, cur, next, mask);
+	why = srdma_qp_attr_why(qp->type, attr, mask, &lim);
+	ret = why ? -EINVAL : srdma_qp_modify_why(qp->type, cur, next, mask,
+						   &why);
 	/* net transport: choose it, set its path and PSNs (qp_net.c). */
-	if (!ret)
+	if (!ret) {
 		ret = srdma_net_qp_modify(qp, attr, mask);
+		why = "net transport refused the path";
+	}
 	if (ret) {
-		srdma_dbg("modify_qp %#x: %s -> %s with mask %#x refused",
+		srdma_dbg("modify_qp %#x: %s -> %s with mask %#x refused: %s",
 			  qp->ib.qp.qp_num, srdma_qp_state_str(cur),
-			  srdma_qp_state_str(next), mask);
+			  srdma_qp_state_str(next), mask, why);
 		goto out;
 	}
 	/* Checked: apply. */

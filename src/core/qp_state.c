@@ -202,87 +202,106 @@ static bool state_ok(enum ibv_qp_state s)
 	return (unsigned int)s < NR_STATES;
 }
 
-int srdma_qp_modify_check(enum ibv_qp_type type, enum ibv_qp_state cur,
-			  enum ibv_qp_state next, int attr_mask)
+int srdma_qp_modify_why(enum ibv_qp_type type, enum ibv_qp_state cur,
+			enum ibv_qp_state next, int attr_mask, const char **why)
 {
 	const struct qp_transition *t;
 	int ti = type_index(type);
 	int req, opt;
 
-	if (ti < 0)
+	*why = NULL;
+	if (ti < 0) {
+		*why = "QP type not supported";
 		return -EOPNOTSUPP;
+	}
 	if (!(attr_mask & IBV_QP_STATE))
 		next = cur;
 	if (!state_ok(cur) || !state_ok(next))
-		return -EINVAL;
-	t = &qp_table[cur][next];
-	if (!t->valid)
-		return -EINVAL;
-	req = t->req[ti];
-	opt = t->opt[ti];
-	if ((attr_mask & req) != req)
-		return -EINVAL;
-	if (attr_mask & ~(req | opt | IBV_QP_STATE))
-		return -EINVAL;
-	return 0;
+		*why = "no such state";
+	else if (!(t = &qp_table[cur][next])->valid)
+		*why = "transition not allowed";
+	else if (req = t->req[ti], opt = t->opt[ti],
+		 (attr_mask & req) != req)
+		*why = "mask lacks attributes the transition requires";
+	else if (attr_mask & ~(req | opt | IBV_QP_STATE))
+		*why = "mask has attributes the transition does not take";
+	return *why ? -EINVAL : 0;
+}
+
+int srdma_qp_modify_check(enum ibv_qp_type type, enum ibv_qp_state cur,
+			  enum ibv_qp_state next, int attr_mask)
+{
+	const char *why;
+
+	return srdma_qp_modify_why(type, cur, next, attr_mask, &why);
 }
 
 /* The rules an address vector must obey: our one port, a real SGID, and
  * on a RoCE port a GRH (there is no LID to route by), as rdma-core's
  * providers and the kernel's RoCE path check. */
-static bool ah_ok(const struct ibv_ah_attr *ah,
-		  const struct srdma_qp_limits *lim)
+static const char *ah_why(const struct ibv_ah_attr *ah,
+			  const struct srdma_qp_limits *lim)
 {
 	if (ah->port_num != 1)
-		return false;
+		return "port_num is not 1";
 	if (lim->grh_required && !ah->is_global)
-		return false;
+		return "no GRH (required on a RoCE port)";
 	if (ah->is_global && ah->grh.sgid_index >= lim->gid_tbl_len)
-		return false;
-	return true;
+		return "sgid_index outside the GID table";
+	return NULL;
+}
+
+const char *srdma_qp_attr_why(enum ibv_qp_type type,
+			      const struct ibv_qp_attr *attr, int attr_mask,
+			      const struct srdma_qp_limits *lim)
+{
+	const char *why;
+
+	(void)type;
+	if ((attr_mask & IBV_QP_STATE) && !state_ok(attr->qp_state))
+		return "qp_state: no such state";
+	if ((attr_mask & IBV_QP_CUR_STATE) && !state_ok(attr->cur_qp_state))
+		return "cur_qp_state: no such state";
+	if ((attr_mask & IBV_QP_PORT) && attr->port_num != 1)
+		return "port_num is not 1";
+	if ((attr_mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= 1)
+		return "pkey_index is not 0 (one P_Key)";
+	if ((attr_mask & IBV_QP_PATH_MTU) &&
+	    (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096))
+		return "path_mtu: no such MTU";
+	/* Above the port's MTU: rejected, as rxe does (roce-wire.md 1.10). */
+	if ((attr_mask & IBV_QP_PATH_MTU) && lim->max_path_mtu &&
+	    (uint32_t)attr->path_mtu > lim->max_path_mtu)
+		return "path_mtu above the port's active MTU";
+	if ((attr_mask & IBV_QP_TIMEOUT) && attr->timeout > 31)
+		return "timeout above 31";
+	if ((attr_mask & IBV_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return "retry_cnt above 7";
+	if ((attr_mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return "rnr_retry above 7";
+	if ((attr_mask & IBV_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return "min_rnr_timer above 31";
+	if ((attr_mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > lim->max_qp_rd_atom)
+		return "max_rd_atomic above max_qp_init_rd_atom";
+	if ((attr_mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > lim->max_qp_dest_rd_atom)
+		return "max_dest_rd_atomic above max_qp_rd_atom";
+	/* qp_access_flags: other bits (ON_DEMAND, MW_BIND...) are ignored,
+	 * as by the kernel and every provider; pyverbs passes its MR flags. */
+	if ((attr_mask & IBV_QP_AV) && (why = ah_why(&attr->ah_attr, lim)))
+		return why;
+	if ((attr_mask & IBV_QP_ALT_PATH) &&
+	    (attr->alt_port_num != 1 || attr->alt_pkey_index >= 1 ||
+	     attr->alt_timeout > 31 || ah_why(&attr->alt_ah_attr, lim)))
+		return "alternate path: port, pkey index, timeout or AV";
+	return NULL;
 }
 
 int srdma_qp_attr_check(enum ibv_qp_type type, const struct ibv_qp_attr *attr,
 			int attr_mask, const struct srdma_qp_limits *lim)
 {
-	if ((attr_mask & IBV_QP_STATE) && !state_ok(attr->qp_state))
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_CUR_STATE) && !state_ok(attr->cur_qp_state))
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_PORT) && attr->port_num != 1)
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= 1)
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_PATH_MTU) &&
-	    (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096))
-		return -EINVAL;
-	/* Above the port's MTU: rejected, as rxe does (roce-wire.md 1.10). */
-	if ((attr_mask & IBV_QP_PATH_MTU) && lim->max_path_mtu &&
-	    (uint32_t)attr->path_mtu > lim->max_path_mtu)
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_TIMEOUT) && attr->timeout > 31)
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_RETRY_CNT) && attr->retry_cnt > 7)
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7)
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
-	    attr->max_rd_atomic > lim->max_qp_rd_atom)
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
-	    attr->max_dest_rd_atomic > lim->max_qp_dest_rd_atom)
-		return -EINVAL;
-	/* qp_access_flags: other bits (ON_DEMAND, MW_BIND...) are ignored,
-	 * as by the kernel and every provider; pyverbs passes its MR flags. */
-	if ((attr_mask & IBV_QP_AV) && !ah_ok(&attr->ah_attr, lim))
-		return -EINVAL;
-	if ((attr_mask & IBV_QP_ALT_PATH) &&
-	    (attr->alt_port_num != 1 || attr->alt_pkey_index >= 1 ||
-	     attr->alt_timeout > 31 || !ah_ok(&attr->alt_ah_attr, lim)))
-		return -EINVAL;
-	return 0;
+	return srdma_qp_attr_why(type, attr, attr_mask, lim) ? -EINVAL : 0;
 }
 
 /*

@@ -73,6 +73,19 @@ int srdma_qp_attr_check(enum ibv_qp_type type, const struct ibv_qp_attr *attr,
 			int attr_mask, const struct srdma_qp_limits *lim);
 
 /**
+ * srdma_qp_modify_why() / srdma_qp_attr_why() - the same checks as
+ * srdma_qp_modify_check() / srdma_qp_attr_check(), naming the rule that
+ * refused (for SRDMA_LOG=debug).
+ * Return: modify_why: as srdma_qp_modify_check(), with *@why the reason
+ * (a static string) or NULL on 0; attr_why: the reason, or NULL if legal.
+ */
+int srdma_qp_modify_why(enum ibv_qp_type type, enum ibv_qp_state cur,
+			enum ibv_qp_state next, int attr_mask, const char **why);
+const char *srdma_qp_attr_why(enum ibv_qp_type type,
+			      const struct ibv_qp_attr *attr, int attr_mask,
+			      const struct srdma_qp_limits *lim);
+
+/**
  * srdma_rnr_timer_ns() - the RNR NAK timer a 5-bit code stands for.
  * @code: min_rnr_timer / AETH timer field; 0 is the longest (655.36 ms),
  *        1..31 run from 0.01 ms to 491.52 ms; codes above 31 are clamped

@@ -37,8 +37,13 @@ int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
 	ctx = pd->ctx;
 	if (!a->attr.max_wr || a->attr.max_wr > SRDMA_MAX_SRQ_WR ||
 	    a->attr.max_sge > SRDMA_MAX_SGE ||
-	    a->attr.srq_limit > a->attr.max_wr)
+	    a->attr.srq_limit > a->attr.max_wr) {
+		srdma_dbg("create SRQ: max_wr %u max_sge %u srq_limit %u "
+			  "refused (max_wr 1..%u, max_sge <= %u, limit <= "
+			  "max_wr)", a->attr.max_wr, a->attr.max_sge,
+			  a->attr.srq_limit, SRDMA_MAX_SRQ_WR, SRDMA_MAX_SGE);
 		return -EINVAL;
+	}
 	if (SRDMA_FAULT(SRQ_ALLOC))
 		return -ENOMEM;
 	srq = calloc(1, sizeof(*srq));
@@ -56,6 +61,8 @@ int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
 			break;
 	}
 	if (i == SRDMA_SEG_SRQ_SLOTS) {
+		srdma_dbg("create SRQ: all %u SRQs of the context in use "
+			  "(max_srq)", SRDMA_SEG_SRQ_SLOTS);
 		ret = -ENOMEM;
 		goto err_unlock;
 	}
@@ -128,15 +135,24 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 
 int srdma_srq_modify(struct srdma_srq *srq, struct ibv_srq_attr *a, int mask)
 {
-	if (!a || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
+	if (!a || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))) {
+		srdma_dbg("modify SRQ %u: mask %#x refused", srq->slot, mask);
 		return -EINVAL;
+	}
 	/* Resizing is not offered (no IBV_DEVICE_SRQ_RESIZE semantics
 	 * beyond the granted size): growing within it is a no-op. */
-	if ((mask & IBV_SRQ_MAX_WR) && a->max_wr > srq->max_wr)
+	if ((mask & IBV_SRQ_MAX_WR) && a->max_wr > srq->max_wr) {
+		srdma_dbg("modify SRQ %u: max_wr %u refused: SRQs do not "
+			  "grow (created with %u)", srq->slot, a->max_wr,
+			  srq->max_wr);
 		return -EINVAL;
+	}
 	if (mask & IBV_SRQ_LIMIT) {
-		if (a->srq_limit > srq->max_wr)
+		if (a->srq_limit > srq->max_wr) {
+			srdma_dbg("modify SRQ %u: srq_limit %u above max_wr "
+				  "%u", srq->slot, a->srq_limit, srq->max_wr);
 			return -EINVAL;
+		}
 		pthread_mutex_lock(&srq->ctx->lock);
 		srq->srq_limit = a->srq_limit;
 		pthread_mutex_unlock(&srq->ctx->lock);
@@ -174,21 +190,35 @@ int srdma_ah_create(struct ibv_pd *ibpd, struct ibv_ah_attr *a,
 
 	if (!pd || !a)
 		return -EINVAL;
-	if (a->port_num != 1)
+	if (a->port_num != 1) {
+		srdma_dbg("create AH: port_num %u refused (one port)",
+			  a->port_num);
 		return -EINVAL;
+	}
 	if (srdma_link_is_eth()) {
 		/* RoCE: a GRH with one of our GIDs; the QPN routes, the
 		 * LID is unused (0). */
 		if (!a->is_global ||
-		    a->grh.sgid_index >= pd->ctx->gids.n)
+		    a->grh.sgid_index >= pd->ctx->gids.n) {
+			srdma_dbg("create AH: RoCE port needs a GRH with "
+				  "sgid_index < %u (is_global %u, index %u)",
+				  pd->ctx->gids.n, a->is_global,
+				  a->grh.sgid_index);
 			return -EINVAL;
+		}
 		lid = 0;
 	} else {
-		if (a->is_global && a->grh.sgid_index >= 1)
+		if (a->is_global && a->grh.sgid_index >= 1) {
+			srdma_dbg("create AH: sgid_index %u refused (one GID)",
+				  a->grh.sgid_index);
 			return -EINVAL;
+		}
 		lid = srdma_av_lid(a);
-		if (!lid)
+		if (!lid) {
+			srdma_dbg("create AH: no destination LID (dlid 0 and "
+				  "no GRH naming one)");
 			return -EINVAL;
+		}
 	}
 	ah = calloc(1, sizeof(*ah));
 	if (!ah)

@@ -16,12 +16,14 @@
  */
 #include <errno.h>
 #include <endian.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/dp.h"
 #include "engine/engine.h"
 #include "util/compiler.h"
 #include "util/log.h"
@@ -54,6 +56,7 @@ SRDMA_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 		return NULL;
 	}
 	list[0] = &srdma_device_get()->ibdev;
+	srdma_sysfs_refresh(false);
 	if (num_devices)
 		*num_devices = 1;
 	return list;
@@ -102,6 +105,7 @@ SRDMA_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	srdma_verbs_set_ops(ctx);
+	srdma_sysfs_refresh(true);	/* a new live LID */
 	return &ctx->vctx.context;
 }
 
@@ -125,6 +129,7 @@ SRDMA_EXPORT int ibv_close_device(struct ibv_context *context)
 		errno = -ret;
 		return -1;
 	}
+	srdma_sysfs_refresh(true);
 	return 0;
 }
 
@@ -141,7 +146,7 @@ void srdma_fill_device_attr(struct srdma_context *ctx,
 	a->vendor_part_id = SRDMA_VENDOR_PART_ID;
 	a->hw_ver = SRDMA_HW_VER;
 	a->max_qp = (1 << SRDMA_QPN_SHIFT) - 1;
-	a->max_qp_wr = 16384;
+	a->max_qp_wr = SRDMA_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_MEM_WINDOW |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 			      IBV_DEVICE_MEM_MGT_EXTENSIONS |
@@ -149,23 +154,23 @@ void srdma_fill_device_attr(struct srdma_context *ctx,
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_N_NOTIFY_CQ;
-	a->max_sge = 32;
-	a->max_sge_rd = 32;
+	a->max_sge = SRDMA_MAX_SGE;
+	a->max_sge_rd = SRDMA_MAX_SGE;
 	a->max_cq = SRDMA_SEG_CQ_SLOTS;
-	a->max_cqe = 32768;
+	a->max_cqe = SRDMA_MAX_CQE;
 	a->max_mr = SRDMA_MAX_MR;
 	a->max_pd = SRDMA_MAX_PD;
-	a->max_qp_rd_atom = 16;
-	a->max_res_rd_atom = 16 * a->max_qp;
-	a->max_qp_init_rd_atom = 16;
+	a->max_qp_rd_atom = SRDMA_MAX_RD_ATOM;
+	a->max_res_rd_atom = SRDMA_MAX_RD_ATOM * a->max_qp;
+	a->max_qp_init_rd_atom = SRDMA_MAX_RD_ATOM;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_mw = SRDMA_MAX_MW;
-	a->max_ah = 65536;
+	a->max_ah = INT32_MAX;	/* AHs are private memory, as mlx5 */
 	a->max_fmr = SRDMA_MAX_FMR;
 	a->max_map_per_fmr = SRDMA_MAX_MAP_PER_FMR;
-	a->max_srq = 4096;
-	a->max_srq_wr = 16384;
-	a->max_srq_sge = 32;
+	a->max_srq = SRDMA_SEG_SRQ_SLOTS;
+	a->max_srq_wr = SRDMA_MAX_SRQ_WR;
+	a->max_srq_sge = SRDMA_MAX_SGE;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
@@ -184,15 +189,21 @@ SRDMA_EXPORT int ibv_query_device(struct ibv_context *context,
 
 void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a)
 {
+	srdma_port_attr_build(ctx->host.lid, &ctx->gids, a);
+}
+
+void srdma_port_attr_build(uint32_t lid, const struct srdma_gid_table *gids,
+			   struct ibv_port_attr *a)
+{
 	memset(a, 0, sizeof(*a));
 	a->state = IBV_PORT_ACTIVE;
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = IBV_MTU_4096;
 	a->gid_tbl_len = SRDMA_GID_TBL_LEN;
 	a->port_cap_flags = IBV_PORT_CM_SUP;
-	a->max_msg_sz = 0x80000000u;
+	a->max_msg_sz = SRDMA_MAX_MSG;
 	a->pkey_tbl_len = 1;
-	a->lid = (uint16_t)ctx->host.lid;
+	a->lid = (uint16_t)lid;
 	a->sm_lid = 0;
 	a->lmc = 0;
 	a->max_vl_num = 1;
@@ -205,7 +216,7 @@ void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a)
 		 * the interface, GIDs from its addresses. */
 		a->link_layer = IBV_LINK_LAYER_ETHERNET;
 		a->lid = 0;
-		a->active_mtu = srdma_gid_active_mtu(&ctx->gids);
+		a->active_mtu = srdma_gid_active_mtu(gids);
 		a->max_mtu = a->active_mtu;
 		a->gid_tbl_len = SRDMA_GID_MAX;
 		a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;

@@ -22,6 +22,7 @@
 #include "core/dp.h"
 #include "engine/engine.h"
 #include "util/compiler.h"
+#include "util/log.h"
 #include "verbs/verbs_int.h"
 
 static void *null_errno(int neg)
@@ -70,6 +71,9 @@ SRDMA_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 		errno = EINVAL;
 		return -1;
 	}
+	/* About to block: the net progress thread must receive for us. */
+	srdma_engine_ctx_blocks(container_of(channel, struct srdma_chan,
+					     ibch)->ctx);
 	ret = srdma_chan_get_event(container_of(channel, struct srdma_chan,
 						ibch), &scq);
 	if (ret) {
@@ -129,13 +133,17 @@ static struct ibv_cq_ex *op_create_cq_ex(struct ibv_context *context,
 
 	if (!ctx || !attr)
 		return null_errno(-EINVAL);
-	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS)
+	if ((attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
+	    (attr->wc_flags & ~ok_flags)) {
+		srdma_dbg("create_cq_ex: comp_mask %#x flags %#x wc_flags "
+			  "%#llx not supported (supported: flags "
+			  "SINGLE_THREADED, wc_flags %#llx)", attr->comp_mask,
+			  attr->flags, (unsigned long long)attr->wc_flags,
+			  (unsigned long long)ok_flags);
 		return null_errno(-EOPNOTSUPP);
-	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-	    (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))
-		return null_errno(-EOPNOTSUPP);
-	if (attr->wc_flags & ~ok_flags)
-		return null_errno(-EOPNOTSUPP);
+	}
 	a.cqe = attr->cqe;
 	a.cq_context = attr->cq_context;
 	a.channel = attr->channel;
@@ -188,6 +196,8 @@ static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	if (srdma_ctx_inherited(to_scq(cq)->ctx))
 		return EINVAL;
+	/* Events next, not polls: the net progress thread receives again. */
+	srdma_engine_ctx_blocks(to_scq(cq)->ctx);
 	return -srdma_cq_notify(to_scq(cq), solicited_only != 0);
 }
 

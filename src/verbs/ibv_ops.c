@@ -13,6 +13,7 @@
 
 #include "core/core.h"
 #include "util/compiler.h"
+#include "util/log.h"
 #include "verbs/verbs_int.h"
 
 static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
@@ -90,6 +91,32 @@ static int op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 	return -srdma_mr_advise(pd, advice, flags, sg_list, num_sge);
 }
 
+/* XRC and tag-matching SRQs are not offered. Without these ops the
+ * inlines of verbs.h fail with EOPNOTSUPP silently; with them the refusal
+ * is explained under SRDMA_LOG=debug. (A basic SRQ never gets here:
+ * ibv_create_srq_ex turns it into ibv_create_srq.) */
+static struct ibv_xrcd *op_open_xrcd(struct ibv_context *context,
+				     struct ibv_xrcd_init_attr *attr)
+{
+	(void)context;
+	(void)attr;
+	srdma_dbg("open_xrcd: XRC is not supported (no XRC domains, SRQs "
+		  "or QPs)");
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
+					struct ibv_srq_init_attr_ex *attr)
+{
+	(void)context;
+	srdma_dbg("create_srq_ex: srq_type %d, comp_mask %#x not supported "
+		  "(basic SRQs only: no XRC or tag-matching SRQs)",
+		  attr ? (int)attr->srq_type : -1, attr ? attr->comp_mask : 0);
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
 #undef ibv_query_port
 void srdma_verbs_set_ops(struct srdma_context *ctx)
 {
@@ -106,4 +133,6 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	v->query_port = op_query_port;
 	v->query_device_ex = op_query_device_ex;
 	v->advise_mr = op_advise_mr;
+	v->open_xrcd = op_open_xrcd;
+	v->create_srq_ex = op_create_srq_ex;
 }

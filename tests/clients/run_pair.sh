@@ -59,7 +59,8 @@
 #   cm        each side prints its program's success lines, as a whole
 #             line (librdmacm/examples in rdma-core 44): rdma_server.c and
 #             rdma_client.c end with "rdma_server: end 0" / "rdma_client:
-#             end 0" (the status run() returns); udaddy.c and cmatose.c
+#             end 0" (the status run() returns), rdma_xserver.c and
+#             rdma_xclient.c likewise; udaddy.c and cmatose.c
 #             (ucmatose) print "data transfers complete" once all messages
 #             are through and end with "return status 0". The udaddy
 #             server also reports success when no client connected, which
@@ -289,7 +290,8 @@ check_cm()
 	local -a want
 
 	case $name in
-	rdma_server | rdma_client) want=("$name: end 0") ;;
+	rdma_server | rdma_client | rdma_xserver | rdma_xclient)
+		want=("$name: end 0") ;;
 	udaddy | ucmatose) want=("data transfers complete" "return status 0") ;;
 	*)
 		fail_msg="$side: no success text known for $name (KIND cm)"

@@ -58,6 +58,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/qp_state.h"
 #include "engine/responder.h"
 #include "transport/net/gid.h"
 #include "transport/net/net.h"
@@ -65,6 +66,14 @@
 
 #define GRH_BYTES 40u
 #define MAX_MTU 4096u
+/* Delayed ACKs (net-responder.md, "ACK timing"). */
+#define ACK_DELAY_US_DEFAULT 20u	/* SRDMA_NET_ACK_DELAY_US */
+#define ACK_DELAY_US_MAX 1000u
+/* Our requester sent a request this recently: a reply may follow. */
+#define ACK_RECENT_NS 1000000ull
+/* A QP whose own ACK timeout is shorter never holds an ACK back: the
+ * peer's timeout is unknown, ours is the best guess at it. */
+#define ACK_MIN_RTO_NS 1000000ull
 
 int (*srdma_netresp_tx_hook)(struct srdma_net_qp *nq, const struct iovec *iov,
 			     int n);
@@ -208,6 +217,21 @@ static struct tx_slot *slot_next(struct srdma_netresp *r)
 	}
 	if (r->ntx == r->nslots)
 		tx_flush(r);
+	/* A held ACK leaves before anything else we answer (a NAK, a READ
+	 * response): in order, in the same batch. */
+	if (atomic_load_explicit(&r->nq->ack_pending, memory_order_relaxed)) {
+		struct tx_slot *sl = &r->slots[r->ntx];
+		uint32_t len = srdma_netresp_ack_take(r->nq, sl->data);
+
+		if (len) {
+			sl->iov[0].iov_base = sl->data;
+			sl->iov[0].iov_len = len;
+			sl->n = 1;
+			r->ntx++;
+			if (r->ntx == r->nslots)
+				tx_flush(r);
+		}
+	}
 	return &r->slots[r->ntx];
 }
 
@@ -295,6 +319,11 @@ static void send_ack(struct srdma_netresp *r, uint8_t syndrome, uint32_t psn)
 	a.syndrome = syndrome;
 	a.msn = r->msn;
 	switch (SRDMA_AETH_TYPE(syndrome)) {
+	case SRDMA_AETH_TYPE_ACK:
+		/* Cumulative: it covers an ACK held back (older PSN). */
+		atomic_store_explicit(&r->nq->ack_pending, 0,
+				      memory_order_relaxed);
+		break;
 	case SRDMA_AETH_TYPE_NAK:
 		atomic_fetch_add_explicit(&r->nq->st->naks_sent, 1,
 					  memory_order_relaxed);
@@ -791,6 +820,151 @@ static enum verdict do_atomic(struct srdma_netresp *r, struct srdma_target *t,
 	return V_OK;
 }
 
+/* ---- delayed ACKs ------------------------------------------------------------- */
+
+static pthread_once_t ack_once = PTHREAD_ONCE_INIT;
+static uint64_t ack_delay_ns;		/* immutable after ack_once */
+
+static void ack_init(void)
+{
+	const char *v = getenv("SRDMA_NET_ACK_DELAY_US");
+	unsigned long us = ACK_DELAY_US_DEFAULT;
+	char *end;
+
+	if (v && *v) {
+		errno = 0;
+		us = strtoul(v, &end, 10);
+		if (errno || *end) {
+			srdma_warn("SRDMA_NET_ACK_DELAY_US=%s: not a number of microseconds, using %u",
+				   v, ACK_DELAY_US_DEFAULT);
+			us = ACK_DELAY_US_DEFAULT;
+		}
+		if (us > ACK_DELAY_US_MAX)
+			us = ACK_DELAY_US_MAX;
+	}
+	ack_delay_ns = (uint64_t)us * 1000u;
+}
+
+/*
+ * May the ACK of this packet (the last of an RC SEND or WRITE, executed,
+ * AckReq set) wait for a request of ours to ride behind? Only when a
+ * reply is likely (our requester sent a request lately: ping-pong
+ * traffic), when no timeout of the peer's is likely to be that short,
+ * and when our application does not wait for events.
+ */
+static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs)
+{
+	struct srdma_net_qp *nq = r->nq;
+	uint64_t sent, now;
+	uint8_t tmo;
+
+	pthread_once(&ack_once, ack_init);
+	if (!ack_delay_ns || !(hdrs & SRDMA_HDR_LAST))
+		return false;
+	sent = atomic_load_explicit(&nq->req_tx_ns, memory_order_relaxed);
+	if (!sent)
+		return false;
+	now = srdma_net_now_ns();
+	if (now - sent > ACK_RECENT_NS)
+		return false;
+	tmo = nq->qp->attr.timeout;
+	if (tmo && srdma_ack_timeout_ns(tmo) < ACK_MIN_RTO_NS)
+		return false;
+	/* Not when our application waits for events: its peer would see
+	 * our reply before its own send completion (the reply's event
+	 * first), which no NIC does in the common case and perftest -e does
+	 * not survive. */
+	return !srdma_net_app_waits(nq->ctx);
+}
+
+/* Hold the ACK of @psn back: our requester's next request takes it along
+ * (srdma_netresp_ack_take from req.c), or the timer sends it. A newer one
+ * replaces an older one (ACKs are cumulative) and keeps its deadline. */
+static void ack_hold(struct srdma_netresp *r, uint32_t psn)
+{
+	struct srdma_net_qp *nq = r->nq;
+	uint64_t w = SRDMA_NET_ACK_HELD | (uint64_t)(r->msn & 0xffffff) << 24 |
+		     (psn & 0xffffff);
+	uint64_t due;
+
+	atomic_fetch_add_explicit(&nq->st->acks_delayed, 1,
+				  memory_order_relaxed);
+	if (atomic_exchange(&nq->ack_pending, w))
+		return;
+	/* A fresh hold: a fresh deadline (see srdma_netresp_ack_timer). */
+	due = srdma_net_now_ns() + ack_delay_ns;
+	atomic_store(&nq->ack_due_ns, due);
+	srdma_net_ack_armed(nq->ctx, due);
+}
+
+uint32_t srdma_netresp_ack_take(struct srdma_net_qp *nq, uint8_t *buf)
+{
+	uint8_t b[SRDMA_MAX_IB_HDR + 4];
+	struct srdma_pkt a = { 0 };
+	struct iovec v;
+	uint32_t hl;
+	uint64_t w;
+
+	if (!atomic_load_explicit(&nq->ack_pending, memory_order_relaxed))
+		return 0;
+	w = atomic_exchange(&nq->ack_pending, 0);
+	if (!w)
+		return 0;
+	a.opcode = SRDMA_TR_RC | SRDMA_OP_ACK;
+	a.psn = (uint32_t)w & 0xffffff;
+	a.msn = (uint32_t)(w >> 24) & 0xffffff;
+	a.syndrome = SRDMA_AETH_ACK;
+	a.pkey = SRDMA_DEFAULT_PKEY;
+	a.dqpn = nq->dqpn & 0xffffff;
+	hl = srdma_wire_build(b, &a);
+	if (!hl || hl + 4 > SRDMA_NET_ACK_LEN)
+		return 0;
+	v.iov_base = b;
+	v.iov_len = hl;
+	srdma_wire_put_icrc(b + hl, srdma_wire_icrc(&nq->path, &v, 1));
+	memcpy(buf, b, hl + 4);
+	atomic_fetch_add_explicit(&nq->st->tx_pkts, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&nq->st->tx_bytes, hl + 4,
+				  memory_order_relaxed);
+	return hl + 4;
+}
+
+bool srdma_netresp_ack_flush(struct srdma_net_qp *nq)
+{
+	uint8_t b[SRDMA_NET_ACK_LEN];
+	struct iovec v = { b, 0 };
+
+	v.iov_len = srdma_netresp_ack_take(nq, b);
+	if (!v.iov_len)
+		return false;
+	if (srdma_netresp_tx_hook)
+		srdma_netresp_tx_hook(nq, &v, 1);
+	else
+		srdma_net_send(nq->ctx, &nq->path, &v, 1);
+	return true;
+}
+
+uint64_t srdma_netresp_ack_timer(struct srdma_net_qp *nq, uint64_t now)
+{
+	uint64_t due = atomic_load(&nq->ack_due_ns);
+
+	if (!due)
+		return 0;
+	if (due > now) {
+		if (atomic_load(&nq->ack_pending))
+			return due;
+		/* Taken by a request meanwhile: nothing to wait for. */
+		atomic_compare_exchange_strong(&nq->ack_due_ns, &due, 0);
+		return atomic_load(&nq->ack_due_ns);
+	}
+	/* Clear first: a hold after this sets a fresh deadline, or its ACK
+	 * is taken by the flush below. */
+	if (!atomic_compare_exchange_strong(&nq->ack_due_ns, &due, 0))
+		return due;	/* re-armed meanwhile: that deadline */
+	srdma_netresp_ack_flush(nq);
+	return 0;
+}
+
 /* ---- RC ------------------------------------------------------------------------ */
 
 /* A request before ePSN: answer it again from what we kept, never
@@ -898,7 +1072,9 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 		 * its answer never overtakes the ACK and the peer sees its
 		 * send completion first. Otherwise a peer waiting on one
 		 * channel for both CQs (perftest -e) could take the receive
-		 * event for its send's.
+		 * event for its send's. (An ACK held back, ack_hold, rides
+		 * behind our next request on purpose, but only for an
+		 * application that does not wait for events.)
 		 */
 		srdma_cq_defer_wakes(true);
 		if (op_is_send(op))
@@ -939,8 +1115,12 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	r->ack_psn = r->epsn;
 	if (hdrs & SRDMA_HDR_LAST)
 		r->msn = (r->msn + 1) & 0xffffff;
-	if (pkt->ackreq)
-		send_ack(r, SRDMA_AETH_ACK, pkt->psn);
+	if (pkt->ackreq) {
+		if (ack_may_wait(r, hdrs))
+			ack_hold(r, pkt->psn);
+		else
+			send_ack(r, SRDMA_AETH_ACK, pkt->psn);
+	}
 	srdma_cq_defer_wakes(false);
 	return;
 
@@ -1235,6 +1415,9 @@ void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 	}
 	memset(r, 0, offsetof(struct srdma_netresp, slots));
 	r->nq = nq;
+	/* A held ACK belongs to the old connection. */
+	atomic_store(&nq->ack_pending, 0);
+	atomic_store(&nq->ack_due_ns, 0);
 	set_epsn(r, rq_psn);
 	r->ack_psn = r->epsn;
 	/*
