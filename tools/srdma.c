@@ -7,7 +7,8 @@
  *                                    first on LD_LIBRARY_PATH
  *   srdma status [--all] [--no-reap] live contexts and their MRs and MWs
  *   srdma devices                    the software device(s)
- *   srdma sysfs [show|mount|umount]  the device's sysfs tree (srdma_sysfs.c)
+ *   srdma sysfs [show|mount|umount|run PROGRAM]
+ *                                    the device's sysfs tree (srdma_sysfs.c)
  *
  * status is a reader of other processes' state, like `rdma resource show`:
  * it maps each registered context's control segment and copies key entries
@@ -86,11 +87,12 @@ static const char usage_text[] =
 	"        addresses, segment files and in-flight access records.\n"
 	"  devices\n"
 	"        list the software device(s) (SRDMA_DEVICE, default srdma0).\n"
-	"  sysfs [show|mount|umount]\n"
+	"  sysfs [show|mount|umount|run [--] PROGRAM [ARGS...]]\n"
 	"        the device's sysfs tree, as the library writes it: where it\n"
 	"        is (show); as root, lay it over /sys/class so that tools\n"
 	"        reading /sys/class/infiniband (ibstat, ibstatus) see the\n"
-	"        device (mount), or take it away (umount).\n"
+	"        device (mount), or take it away (umount); any user: run\n"
+	"        PROGRAM in a private mount namespace that shows it (run).\n"
 	"  devnode [--check]\n"
 	"        make /dev/infiniband/uverbs_srdma0 for every user (root), or\n"
 	"        with --check say whether this process sees a usable one.\n"

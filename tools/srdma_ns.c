@@ -425,3 +425,9 @@ int srdma_cmd_devnode(int argc, char **argv)
 	       path);
 	return 0;
 }
+
+/* For `srdma sysfs run` (srdma_sysfs.c): the same namespace step. */
+int srdma_ns_enter(char *err, size_t errlen)
+{
+	return enter_namespace(err, errlen);
+}

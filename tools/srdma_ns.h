@@ -94,4 +94,17 @@ int srdma_run_devnode(const char *libdir);
  */
 int srdma_cmd_devnode(int argc, char **argv);
 
+/**
+ * srdma_ns_enter() - move this process into a new mount namespace: with
+ * CLONE_NEWNS alone when it holds CAP_SYS_ADMIN, else inside a new user
+ * namespace mapping only its own uid and gid (so getuid() and SRDMA_DIR
+ * stay the same). Mount propagation is left as it was.
+ * @err: receives a one-line reason on failure
+ * @errlen: size of @err
+ *
+ * Context: single-threaded caller, before exec.
+ * Return: 0 or -errno.
+ */
+int srdma_ns_enter(char *err, size_t errlen);
+
 #endif /* SRDMA_TOOLS_NS_H */

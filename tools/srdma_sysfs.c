@@ -6,6 +6,9 @@
  *   srdma sysfs [show]   bring the tree up to date and say where it is
  *   srdma sysfs mount    (root) lay the tree over /sys/class
  *   srdma sysfs umount   (root) take it away again
+ *   srdma sysfs run [--] PROGRAM [ARGS...]
+ *                        any user: PROGRAM (through `srdma run`) in a
+ *                        private mount namespace showing the tree there
  *
  * The library writes the tree (src/verbs/ibv_sysfs.c) whenever a program
  * lists or opens the device. This command refreshes it by loading our
@@ -42,6 +45,7 @@
 
 #include "core/sysfs.h"
 #include "util/compiler.h"
+#include "srdma_ns.h"
 #include "srdma_tool.h"
 
 #define CLASS_DIR "/sys/class"
@@ -185,11 +189,54 @@ static int bind_class(const char *tree, const char *cls)
 	return 0;
 }
 
+/* Steps 1 and 2 of the header, for the tree at @tree. 0 or -1 (said). */
+static int mount_tree(const char *tree, const char *cmd)
+{
+	char opts[2 * PATH_MAX], probe[PATH_MAX + 128];
+	unsigned int i;
+
+	if (!overlay_mounted()) {
+		/* overlay's option syntax gives ',' ':' '\' a meaning. */
+		if (strpbrk(tree, ",:\\")) {
+			fprintf(stderr,
+				"%s: the tree's path %s contains ',', ':' or "
+				"'\\', which overlayfs cannot take; set "
+				"SRDMA_DIR\n",
+				cmd, tree);
+			return -1;
+		}
+		snprintf(opts, sizeof(opts), "lowerdir=%s/class:%s", tree,
+			 CLASS_DIR);
+		if (mount(OVERLAY_SOURCE, CLASS_DIR, "overlay",
+			  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  opts)) {
+			int e = errno;
+
+			fprintf(stderr, "%s: mount -t overlay -o %s %s: %s%s\n",
+				cmd, opts, CLASS_DIR, strerror(e),
+				e == EPERM ? " (needs root: CAP_SYS_ADMIN; "
+					     "without root: srdma sysfs run)"
+					   : "");
+			return -1;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(classes); i++)
+		if (bind_class(tree, classes[i]))
+			return -1;
+	snprintf(probe, sizeof(probe), "%s/infiniband/%s/node_guid",
+		 CLASS_DIR, dev_name());
+	if (access(probe, R_OK)) {
+		fprintf(stderr, "%s: mounted, but %s: %s\n", cmd, probe,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int do_mount(void)
 {
-	char tree[PATH_MAX], opts[2 * PATH_MAX], probe[PATH_MAX + 128];
+	char tree[PATH_MAX];
 	const char *root;
-	unsigned int i;
 	int ret;
 
 	if (refresh(&root))
@@ -205,44 +252,69 @@ static int do_mount(void)
 		printf("srdma sysfs: %s already shows the tree\n", CLASS_DIR);
 		return EXIT_SUCCESS;
 	}
-	if (!overlay_mounted()) {
-		/* overlay's option syntax gives ',' ':' '\' a meaning. */
-		if (strpbrk(tree, ",:\\")) {
-			fprintf(stderr,
-				"srdma sysfs: the tree's path %s contains ',', "
-				"':' or '\\', which overlayfs cannot take; set "
-				"SRDMA_DIR\n",
-				tree);
-			return EXIT_FAILURE;
-		}
-		snprintf(opts, sizeof(opts), "lowerdir=%s/class:%s", tree,
-			 CLASS_DIR);
-		if (mount(OVERLAY_SOURCE, CLASS_DIR, "overlay",
-			  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			  opts)) {
-			int e = errno;
-
-			fprintf(stderr,
-				"srdma sysfs: mount -t overlay -o %s %s: %s%s\n",
-				opts, CLASS_DIR, strerror(e),
-				e == EPERM ? " (needs root: CAP_SYS_ADMIN)"
-					   : "");
-			return EXIT_FAILURE;
-		}
-	}
-	for (i = 0; i < ARRAY_SIZE(classes); i++)
-		if (bind_class(tree, classes[i]))
-			return EXIT_FAILURE;
-	snprintf(probe, sizeof(probe), "%s/infiniband/%s/node_guid",
-		 CLASS_DIR, dev_name());
-	if (access(probe, R_OK)) {
-		fprintf(stderr, "srdma sysfs: mounted, but %s: %s\n", probe,
-			strerror(errno));
+	if (mount_tree(tree, "srdma sysfs"))
 		return EXIT_FAILURE;
-	}
 	printf("srdma sysfs: %s now shows %s/class (%s/infiniband/%s)\n",
 	       CLASS_DIR, tree, CLASS_DIR, dev_name());
 	return EXIT_SUCCESS;
+}
+
+/*
+ * `srdma sysfs run [--] PROGRAM [ARGS...]`: PROGRAM (through `srdma run`)
+ * in a private mount namespace where /sys/class shows the tree; without
+ * root, inside a user namespace of our own uid and gid. Nothing changes
+ * outside; PROGRAM's children inherit the view.
+ */
+static int do_run(int argc, char **argv)
+{
+	char tree[PATH_MAX], err[256];
+	const char *root;
+	char **nargv;
+	int ret, i;
+
+	if (argc > 0 && !strcmp(argv[0], "--")) {
+		argc--;
+		argv++;
+	}
+	if (argc == 0) {
+		fputs("srdma sysfs run: no program given\n", stderr);
+		return 2;
+	}
+	/* Before the namespace: dlopen() and the library start no thread,
+	 * and unshare(CLONE_NEWUSER) wants a single-threaded process. */
+	if (refresh(&root))
+		return 125;
+	ret = srdma_sysfs_tree_dir(tree, sizeof(tree));
+	if (ret) {
+		fprintf(stderr, "srdma sysfs run: no state directory: %s\n",
+			strerror(-ret));
+		return 125;
+	}
+	ret = srdma_ns_enter(err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "srdma sysfs run: %s\n", err);
+		return 125;
+	}
+	/* Our mounts stay here; the host's later ones still show up. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL)) {
+		fprintf(stderr, "srdma sysfs run: make / a slave mount: %s\n",
+			strerror(errno));
+		return 125;
+	}
+	if (mount_tree(tree, "srdma sysfs run"))
+		return 125;
+	nargv = calloc((size_t)argc + 4, sizeof(*nargv));
+	if (!nargv)
+		return 125;
+	nargv[0] = (char *)"srdma";
+	nargv[1] = (char *)"run";
+	nargv[2] = (char *)"--";
+	for (i = 0; i < argc; i++)
+		nargv[i + 3] = argv[i];
+	execv("/proc/self/exe", nargv);
+	fprintf(stderr, "srdma sysfs run: cannot execute srdma run: %s\n",
+		strerror(errno));
+	return 125;
 }
 
 static int do_umount(void)
@@ -275,19 +347,24 @@ int srdma_cmd_sysfs(int argc, char **argv)
 {
 	const char *sub = argc > 0 ? argv[0] : "show";
 
-	if (argc > 1) {
+	if (argc > 1 && strcmp(sub, "run")) {
 		fprintf(stderr, "srdma sysfs: too many arguments\n");
 		return 2;
 	}
 	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
-		puts("usage: srdma sysfs [show|mount|umount]\n"
+		puts("usage: srdma sysfs [show|mount|umount|run PROGRAM...]\n"
 		     "  show    refresh the device's sysfs tree and say where "
 		     "it is\n"
 		     "  mount   (root) lay it over /sys/class: "
 		     "/sys/class/infiniband/<dev>\n"
-		     "  umount  (root) restore /sys/class");
+		     "  umount  (root) restore /sys/class\n"
+		     "  run     (any user) PROGRAM through srdma run, in a "
+		     "private mount\n"
+		     "          namespace whose /sys/class shows the tree");
 		return EXIT_SUCCESS;
 	}
+	if (!strcmp(sub, "run"))
+		return do_run(argc - 1, argv + 1);
 	if (!strcmp(sub, "show"))
 		return show();
 	if (!strcmp(sub, "mount"))

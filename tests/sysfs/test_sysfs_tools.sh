@@ -16,6 +16,9 @@
 #              device's net interface and its address.
 #   paths      ibv_get_sysfs_path() is then "/sys"; `srdma sysfs umount`
 #              takes the device away again and leaves /sys/class intact.
+#   run        `srdma sysfs run -- ibstat -l` shows srdma0 with nothing
+#              mounted outside it; so does `ibstatus` for uid 65534 (a
+#              user namespace), when that uid can reach the build.
 #
 # Everything runs in a private mount namespace (unshare -m), so the host's
 # /sys/class is never touched; needs root, exits 77 (skip) without it.
@@ -201,6 +204,27 @@ check "/sys/class/infiniband is gone" test ! -e /sys/class/infiniband
 check "/sys/class/net is still there" test -d /sys/class/net/lo
 ibstatus >"$WORK/ibstatus2" 2>&1
 check "ibstatus: No devices" has "$WORK/ibstatus2" "No devices"
+
+echo "# srdma sysfs run: the view for one program, nothing mounted outside"
+"$SRDMA" sysfs run -- ibstat -l >"$WORK/run" 2>&1
+check "srdma sysfs run -- ibstat -l" has "$WORK/run" "^srdma0$"
+check "... /sys/class/infiniband still absent outside" \
+	test ! -e /sys/class/infiniband
+# Without root: a user namespace of the caller's own uid. uid 65534 must
+# be able to reach the build directory (CI's checkout may not allow it).
+NB_DIR=$(mktemp -d /tmp/srdma-sysfs-nb.XXXXXX)
+chown 65534:65534 "$NB_DIR" && chmod 0700 "$NB_DIR"
+NB=(setpriv --reuid=65534 --regid=65534 --clear-groups env SRDMA_DIR="$NB_DIR")
+if command -v setpriv >/dev/null &&
+	"${NB[@]}" test -x "$SRDMA" -a -r "$LIBDIR/libibverbs.so.1"; then
+	"${NB[@]}" "$SRDMA" sysfs run -- ibstatus >"$WORK/nbrun" 2>&1
+	check "uid 65534: srdma sysfs run -- ibstatus" has "$WORK/nbrun" \
+		"^Infiniband device 'srdma0' port 1 status:$"
+else
+	ntest=$((ntest + 1))
+	echo "ok $ntest - # SKIP uid 65534 cannot reach $SRDMA"
+fi
+rm -rf "$NB_DIR"
 
 echo "1..$ntest"
 [ "$failed" -eq 0 ]
