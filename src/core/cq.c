@@ -16,7 +16,9 @@
  * that finds the CQ armed (solicited-only: and the CQE solicited or an
  * error) disarms it with a CAS, sets `fired` and writes one byte into the
  * channel's FIFO, which the owner holds open as the channel's fd (so it
- * polls readable and ibv_get_cq_event can block in read()). A CQE that
+ * polls readable and ibv_get_cq_event can block in read()). A producer
+ * may hold that wake-up back until it has done something first
+ * (srdma_cq_defer_wakes: the net responder sends its ACK). A CQE that
  * finds the ring full is lost, the overflow is recorded and the owner gets
  * IBV_EVENT_CQ_ERR, as a hardware CQ overrun.
  */
@@ -440,6 +442,50 @@ int srdma_cq_notify(struct srdma_cq *cq, bool solicited_only)
 	return 0;
 }
 
+/*
+ * Wake-ups a thread holds back (srdma_cq_defer_wakes): the CQE is
+ * published and the arming consumed at once, the event (fired + the
+ * channel byte) delivered when the deferral ends. Per thread; a handful at
+ * most (one message's receive completion, or its error flushes).
+ */
+#define DEFER_MAX 8
+struct cq_wake {
+	struct srdma_context *ctx;
+	struct srdma_peer *p;
+	struct srdma_shm_cq *sh;
+	uint32_t slot;
+};
+static __thread bool defer_on;
+static __thread unsigned int defer_n;
+static __thread struct cq_wake defer_w[DEFER_MAX];
+
+/* Deliver a completion event claimed from @sh's arming. */
+static void cq_wake(const struct cq_wake *w)
+{
+	atomic_store(&w->sh->fired, 1);
+	if (w->p && !w->p->self) {
+		srdma_peer_wake_chan(w->ctx, w->p, w->sh->chan);
+	} else {
+		struct srdma_cq *cq = w->ctx->cq_by_slot[w->slot];
+		char b = 1;
+
+		if (cq && cq->ch && write(cq->ch->ibch.fd, &b, 1) != 1)
+			srdma_warn("channel FIFO write failed");
+	}
+}
+
+void srdma_cq_defer_wakes(bool on)
+{
+	unsigned int i, n = defer_n;
+
+	defer_on = on;
+	if (on)
+		return;
+	defer_n = 0;
+	for (i = 0; i < n; i++)
+		cq_wake(&defer_w[i]);
+}
+
 int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 		   uint32_t slot, const struct srdma_shm_cqe *cqe,
 		   bool solicited)
@@ -502,17 +548,12 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 	     (solicited || cqe->status != IBV_WC_SUCCESS))) {
 		if (atomic_compare_exchange_strong(&sh->armed, &armed,
 						   SRDMA_CQ_DISARMED)) {
-			atomic_store(&sh->fired, 1);
-			if (p && !p->self) {
-				srdma_peer_wake_chan(ctx, p, sh->chan);
-			} else {
-				struct srdma_cq *cq = ctx->cq_by_slot[slot];
-				char b = 1;
+			struct cq_wake w = { ctx, p, sh, slot };
 
-				if (cq && cq->ch &&
-				    write(cq->ch->ibch.fd, &b, 1) != 1)
-					srdma_warn("channel FIFO write failed");
-			}
+			if (defer_on && defer_n < DEFER_MAX)
+				defer_w[defer_n++] = w;
+			else
+				cq_wake(&w);
 		}
 	}
 	return 0;

@@ -181,6 +181,18 @@ struct srdma_cq {
 int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 		   uint32_t slot, const struct srdma_shm_cqe *cqe,
 		   bool solicited);
+
+/**
+ * srdma_cq_defer_wakes() - hold back, in the calling thread, the
+ * completion events srdma_cqe_post() raises (@on true), or deliver those
+ * held and stop holding (@on false). The CQEs themselves are published at
+ * once and the CQs' arming consumed then; only the channel wake-up (and
+ * the flag ibv_get_cq_event reads) waits. At most 8 are held; more are
+ * delivered at once. The net responder holds the event of a receive
+ * completion until the message's ACK has left, as on a NIC.
+ * Context: any thread; per-thread state.
+ */
+void srdma_cq_defer_wakes(bool on);
 int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc);
 /* Drop every queued CQE of QP @qpn (modify to RESET, as HCAs do). */
 void srdma_cq_clean(struct srdma_cq *cq, uint32_t qpn);

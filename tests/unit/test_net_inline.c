@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,16 +45,26 @@ static __thread unsigned int trylocks;
 
 /* Interposed for the library (statically linked here); counts the calls
  * of the thread that set `counting`. */
+typedef int (*trylock_fn)(pthread_mutex_t *);
+static _Atomic trylock_fn real_trylock;
+
+static trylock_fn resolve_trylock(void)
+{
+	trylock_fn f = atomic_load_explicit(&real_trylock,
+					    memory_order_acquire);
+
+	if (!f) {
+		f = (trylock_fn)dlsym(RTLD_NEXT, "pthread_mutex_trylock");
+		atomic_store_explicit(&real_trylock, f, memory_order_release);
+	}
+	return f;
+}
+
 int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	static int (*real)(pthread_mutex_t *);
-
-	if (!real)
-		real = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT,
-						"pthread_mutex_trylock");
 	if (counting)
 		trylocks++;
-	return real(m);
+	return resolve_trylock()(m);
 }
 
 static void lo_up(void)
@@ -137,6 +148,7 @@ int main(void)
 		cmocka_unit_test(test_idle_no_lock),
 	};
 
+	resolve_trylock();	/* before any thread */
 	if (unshare(CLONE_NEWNET)) {
 		fprintf(stderr, "test_net_inline: no network namespace (%s): needs root; skipping\n",
 			strerror(errno));

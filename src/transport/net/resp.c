@@ -22,8 +22,9 @@
  *     an atomic returns the value saved when it ran, never running twice).
  *   - Resources: a ring of max_dest_rd_atomic entries (rounded up to a
  *     power of two, at least one), reused oldest first.
- *   - ACK when the packet asks (AckReq), cumulative, sent before the
- *     message's receive CQE is posted (cqe_release); atomics always get
+ *   - ACK when the packet asks (AckReq), cumulative; a receive CQE of
+ *     the message is in its CQ before the ACK leaves, its completion
+ *     event (the channel wake-up) only after (rc_input); atomics always get
  *     their ATOMIC_ACK, READs their responses; errors move the QP to
  *     ERR (async event posted) and THEN send a NAK carrying the failing
  *     packet's PSN (invalid request 0x61, remote access 0x62, remote
@@ -136,13 +137,6 @@ struct srdma_netresp {
 	bool have_wqe;
 	bool consumed;			/* SRQ: consumed, CQE still owed */
 	struct srdma_rwqe wqe;
-	/* RC: the successful receive completion of the message that ended
-	 * with this packet, held back until the packet's ACK has left
-	 * (rc_input): see cqe_release() */
-	bool hold_cqe;			/* hold instead of posting */
-	bool cqe_held;			/* cqe below is owed for wqe */
-	bool cqe_solicited;
-	struct srdma_shm_cqe cqe;
 	/* READ and atomic resources */
 	struct rd_res res[SRDMA_MAX_RD_ATOM];
 	uint32_t res_mask;		/* entries - 1 */
@@ -451,13 +445,16 @@ static int wqe_take(struct srdma_netresp *r, struct srdma_target *t)
 	return 0;
 }
 
-/* Post @c for r->wqe; consume it now if it still sits in the QP's own
- * receive queue. */
-static void wqe_post(struct srdma_netresp *r, struct srdma_target *t,
-		     struct srdma_shm_cqe *c, bool solicited)
+/* Post @c for the WQE taken; consume it now if it still sits in the QP's
+ * own receive queue. */
+static void wqe_complete(struct srdma_netresp *r, struct srdma_target *t,
+			 struct srdma_shm_cqe *c, bool solicited)
 {
 	struct srdma_rq_hold h;
 
+	if (!r->have_wqe)
+		return;
+	r->have_wqe = false;
 	if (r->consumed) {
 		srdma_resp_recv_cqe(t, &r->wqe, c, solicited);
 		return;
@@ -471,42 +468,6 @@ static void wqe_post(struct srdma_netresp *r, struct srdma_target *t,
 		return;
 	}
 	srdma_resp_rq_complete(&h, c, solicited);
-}
-
-/* Complete the WQE taken with @c: now, or (RC, success) once the ACK of
- * the packet that ended the message has left (cqe_release). */
-static void wqe_complete(struct srdma_netresp *r, struct srdma_target *t,
-			 struct srdma_shm_cqe *c, bool solicited)
-{
-	if (!r->have_wqe)
-		return;
-	r->have_wqe = false;
-	if (r->hold_cqe && c->status == IBV_WC_SUCCESS) {
-		r->cqe = *c;
-		r->cqe_solicited = solicited;
-		r->cqe_held = true;
-		return;
-	}
-	wqe_post(r, t, c, solicited);
-}
-
-/*
- * Post the completion wqe_complete() held back. rc_input calls it after
- * the packet's ACK went to the socket: a NIC acknowledges a message long
- * before its application can react to the receive completion, so a
- * request the application posts in reaction (a ping-pong's answer) always
- * reaches the peer after that ACK, and the peer's send completion comes
- * before its receive completion. Posting first would let the answer
- * overtake the ACK (the progress thread preempted by the application it
- * just woke), and a peer that waits on one channel for both CQs (perftest
- * -e) would take the receive event for its send's.
- */
-static void cqe_release(struct srdma_netresp *r, struct srdma_target *t)
-{
-	if (!r->cqe_held)
-		return;
-	r->cqe_held = false;
-	wqe_post(r, t, &r->cqe, r->cqe_solicited);
 }
 
 /* A message failed with the WQE taken: complete it with @status. */
@@ -1105,14 +1066,26 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 		v = V_NAK_INV;
 		goto fail;
 	}
-	if (op_is_send(op)) {
-		r->hold_cqe = true;
-		v = do_send(r, t, pkt, hdrs, true, &event);
-		r->hold_cqe = false;
-	} else if (op_is_write(op)) {
-		r->hold_cqe = true;
-		v = do_write(r, t, pkt, hdrs, true, &event);
-		r->hold_cqe = false;
+	if (op_is_send(op) || op_is_write(op)) {
+		/*
+		 * A receive completion is posted before the ACK (a requester
+		 * that sees its send complete finds our CQE there), but its
+		 * event is delivered after: on a NIC the ACK is out long
+		 * before an application woken by the event can answer, so
+		 * its answer never overtakes the ACK and the peer sees its
+		 * send completion first. Otherwise a peer waiting on one
+		 * channel for both CQs (perftest -e) could take the receive
+		 * event for its send's. (An ACK held back, ack_hold, rides
+		 * behind our next request on purpose, but only for an
+		 * application that does not wait for events.)
+		 */
+		srdma_cq_defer_wakes(true);
+		if (op_is_send(op))
+			v = do_send(r, t, pkt, hdrs, true, &event);
+		else
+			v = do_write(r, t, pkt, hdrs, true, &event);
+		if (v != V_OK)
+			srdma_cq_defer_wakes(false);	/* errors: as before */
 	} else if (op == SRDMA_OP_READ_REQ) {
 		v = do_read(r, t, pkt, &event, &nak_psn);
 		if (v == V_OK)
@@ -1151,11 +1124,10 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 		else
 			send_ack(r, SRDMA_AETH_ACK, pkt->psn);
 	}
-	cqe_release(r, t);
+	srdma_cq_defer_wakes(false);
 	return;
 
 fail:
-	cqe_release(r, t);	/* none held: only V_OK holds one */
 	/* A WQE consumed from an SRQ for this message goes back flushed;
 	 * one still in the QP's own queue is flushed with the queue. */
 	if (r->have_wqe && r->consumed)
