@@ -17,6 +17,13 @@ PKGS=(build-essential cmake pkg-config libcmocka-dev
 PKGS+=(tshark tcpdump python3-scapy iptables qperf clang libclang-rt-dev)
 # ping for the test hosts' self-test (tests/net/test_hosts.sh).
 PKGS+=(iputils-ping)
+# sysfs readers (tests/sysfs): ibstat/ibstatus (Open MPI: below).
+PKGS+=(infiniband-diags)
+# The stacks tests (tests/stacks): UCX's tools, Open MPI with its compiler
+# wrapper, libfabric's fi_pingpong, setpriv for the unprivileged runs.
+PKGS+=(ucx-utils openmpi-bin libopenmpi-dev libfabric-bin util-linux)
+# ethtool: the wire test turns GSO off on the test hosts' devices.
+PKGS+=(ethtool)
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -31,6 +38,21 @@ fi
 
 cmake -S . -B build -DSRDMA_WERROR=ON
 cmake --build build -j"$(nproc)"
+
+# UCX (and Open MPI and everything built on UCX) keeps an IB device only
+# if /dev/infiniband/<dev_name> exists: make uverbs_srdma0 for every user
+# (root; it lasts until /dev is remade at boot). Without root, `srdma run`
+# shows the node to the programs it runs (docs/design/stacks.md).
+if [ "$(id -u)" = 0 ]; then
+	# A container may forbid mknod: then srdma run covers for it.
+	build/bin/srdma devnode ||
+		echo "== could not make the node; \`srdma run\` shows it to" \
+			"the programs it runs"
+else
+	echo "== not root: /dev/infiniband/uverbs_srdma0 not made;" \
+		"\`srdma run\` shows it to the programs it runs" \
+		"(sudo build/bin/srdma devnode makes it for all)"
+fi
 
 echo "== ibv_devinfo -v through softrdma"
 build/bin/srdma run -- ibv_devinfo -v

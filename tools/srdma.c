@@ -7,6 +7,7 @@
  *                                    first on LD_LIBRARY_PATH
  *   srdma status [--all] [--no-reap] live contexts and their MRs and MWs
  *   srdma devices                    the software device(s)
+ *   srdma sysfs [show|mount|umount]  the device's sysfs tree (srdma_sysfs.c)
  *
  * status is a reader of other processes' state, like `rdma resource show`:
  * it maps each registered context's control segment and copies key entries
@@ -52,6 +53,9 @@
 #include "transport/net/net.h"
 #include "transport/net/wire.h"
 #include "util/compiler.h"
+#include "srdma_ns.h"
+
+#include "srdma_tool.h"
 
 #define EXIT_USAGE	2
 #define EXIT_RUN_FAILED 125 /* as env(1): srdma itself failed */
@@ -67,6 +71,10 @@ static const char usage_text[] =
 	"        come first on LD_LIBRARY_PATH (library directory: SRDMA_LIBDIR,\n"
 	"        else ../lib next to this srdma). Exit status is PROGRAM's; 127\n"
 	"        if it cannot be executed, 125 if the libraries are not found.\n"
+	"        When /dev/infiniband/uverbs_srdma0 (UCX looks for it) is\n"
+	"        missing, PROGRAM sees one through a preloaded library\n"
+	"        (SRDMA_DEVNODE=auto, the default; preload: always; namespace:\n"
+	"        a private /dev instead; off: never).\n"
 	"  status [--all] [--no-reap]\n"
 	"        list live contexts (pid, device, LID, QPN range) and the MRs\n"
 	"        and MWs they registered, read from the shared segments under\n"
@@ -78,6 +86,14 @@ static const char usage_text[] =
 	"        addresses, segment files and in-flight access records.\n"
 	"  devices\n"
 	"        list the software device(s) (SRDMA_DEVICE, default srdma0).\n"
+	"  sysfs [show|mount|umount]\n"
+	"        the device's sysfs tree, as the library writes it: where it\n"
+	"        is (show); as root, lay it over /sys/class so that tools\n"
+	"        reading /sys/class/infiniband (ibstat, ibstatus) see the\n"
+	"        device (mount), or take it away (umount).\n"
+	"  devnode [--check]\n"
+	"        make /dev/infiniband/uverbs_srdma0 for every user (root), or\n"
+	"        with --check say whether this process sees a usable one.\n"
 	"  help\n"
 	"        this text.\n"
 	"\n"
@@ -309,6 +325,9 @@ static int cmd_run(int argc, char **argv)
 		return EXIT_RUN_FAILED;
 	}
 	free(path);
+	ret = srdma_run_devnode(libdir);
+	if (ret)
+		return ret;
 
 	execvp(argv[0], argv);
 	fprintf(stderr, "srdma run: cannot execute '%s': %s\n", argv[0],
@@ -1258,6 +1277,11 @@ static int cmd_devices(int argc, char **argv)
 	return EXIT_SUCCESS;
 }
 
+int srdma_tool_libdir(char *buf)
+{
+	return find_libdir(buf);
+}
+
 /**
  * main() - the srdma command: dispatch to run, status, devices or help.
  * @argc, @argv: the command line; argv[1] names the subcommand
@@ -1277,6 +1301,10 @@ int main(int argc, char **argv)
 		return cmd_status(argc - 2, argv + 2);
 	if (!strcmp(cmd, "devices"))
 		return cmd_devices(argc - 2, argv + 2);
+	if (!strcmp(cmd, "sysfs"))
+		return srdma_cmd_sysfs(argc - 2, argv + 2);
+	if (!strcmp(cmd, "devnode"))
+		return srdma_cmd_devnode(argc - 2, argv + 2);
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") ||
 	    !strcmp(cmd, "--help")) {
 		usage(stdout);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/sysfs.h"
 
 static struct srdma_device the_dev;	/* immutable after dev_once */
 static pthread_once_t dev_once_ctl = PTHREAD_ONCE_INIT;
@@ -54,6 +55,7 @@ static void dev_once(void)
 {
 	const char *name = getenv("SRDMA_DEVICE");
 	struct ibv_device *d = &the_dev.ibdev;
+	const char *root;
 	uint64_t guid;
 
 	if (!name || !*name || strlen(name) >= IBV_SYSFS_NAME_MAX ||
@@ -63,10 +65,13 @@ static void dev_once(void)
 	d->transport_type = IBV_TRANSPORT_IB;
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	snprintf(d->dev_name, sizeof(d->dev_name), "uverbs_%s", name);
+	/* Under the sysfs root we report (core/sysfs.c): the synthesised
+	 * tree, or /sys once it is mounted there. */
+	root = srdma_sysfs_root(d->name);
 	snprintf(d->dev_path, sizeof(d->dev_path),
-		 "/sys/class/infiniband_verbs/uverbs_%s", name);
+		 "%s/class/infiniband_verbs/%s", root, d->dev_name);
 	snprintf(d->ibdev_path, sizeof(d->ibdev_path),
-		 "/sys/class/infiniband/%s", name);
+		 "%s/class/infiniband/%s", root, d->name);
 	/* Locally administered EUI-64: the host hash with the device name
 	 * mixed in; never zero. */
 	guid = fnv1a(name, strlen(name), host_hash());

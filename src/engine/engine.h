@@ -69,6 +69,15 @@ void srdma_engine_cq_progress(struct srdma_cq *cq);
  */
 int srdma_engine_cq_idle(struct srdma_cq *cq);
 
+/**
+ * srdma_engine_ctx_blocks() - the application is about to wait for a
+ * completion event of @ctx (ibv_req_notify_cq, ibv_get_cq_event) rather
+ * than poll: the net transport's progress thread takes receiving back
+ * from the polling application at once (srdma_net_poll_end).
+ * Context: the application, no lock held.
+ */
+void srdma_engine_ctx_blocks(struct srdma_context *ctx);
+
 /* ---- what the engine offers the transports ----------------------------- */
 
 /**

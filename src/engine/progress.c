@@ -85,6 +85,11 @@ int srdma_engine_cq_idle(struct srdma_cq *cq)
 	return srdma_net_progress(cq->ctx, 16);
 }
 
+void srdma_engine_ctx_blocks(struct srdma_context *ctx)
+{
+	srdma_net_poll_end(ctx);
+}
+
 static void *progress_thread(void *arg)
 {
 	struct srdma_context *ctx = arg;

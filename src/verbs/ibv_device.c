@@ -56,6 +56,7 @@ SRDMA_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 		return NULL;
 	}
 	list[0] = &srdma_device_get()->ibdev;
+	srdma_sysfs_refresh(false);
 	if (num_devices)
 		*num_devices = 1;
 	return list;
@@ -104,6 +105,7 @@ SRDMA_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	srdma_verbs_set_ops(ctx);
+	srdma_sysfs_refresh(true);	/* a new live LID */
 	return &ctx->vctx.context;
 }
 
@@ -127,6 +129,7 @@ SRDMA_EXPORT int ibv_close_device(struct ibv_context *context)
 		errno = -ret;
 		return -1;
 	}
+	srdma_sysfs_refresh(true);
 	return 0;
 }
 
@@ -186,6 +189,12 @@ SRDMA_EXPORT int ibv_query_device(struct ibv_context *context,
 
 void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a)
 {
+	srdma_port_attr_build(ctx->host.lid, &ctx->gids, a);
+}
+
+void srdma_port_attr_build(uint32_t lid, const struct srdma_gid_table *gids,
+			   struct ibv_port_attr *a)
+{
 	memset(a, 0, sizeof(*a));
 	a->state = IBV_PORT_ACTIVE;
 	a->max_mtu = IBV_MTU_4096;
@@ -194,7 +203,7 @@ void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a)
 	a->port_cap_flags = IBV_PORT_CM_SUP;
 	a->max_msg_sz = SRDMA_MAX_MSG;
 	a->pkey_tbl_len = 1;
-	a->lid = (uint16_t)ctx->host.lid;
+	a->lid = (uint16_t)lid;
 	a->sm_lid = 0;
 	a->lmc = 0;
 	a->max_vl_num = 1;
@@ -207,7 +216,7 @@ void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a)
 		 * the interface, GIDs from its addresses. */
 		a->link_layer = IBV_LINK_LAYER_ETHERNET;
 		a->lid = 0;
-		a->active_mtu = srdma_gid_active_mtu(&ctx->gids);
+		a->active_mtu = srdma_gid_active_mtu(gids);
 		a->max_mtu = a->active_mtu;
 		a->gid_tbl_len = SRDMA_GID_MAX;
 		a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;

@@ -71,6 +71,9 @@ SRDMA_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel,
 		errno = EINVAL;
 		return -1;
 	}
+	/* About to block: the net progress thread must receive for us. */
+	srdma_engine_ctx_blocks(container_of(channel, struct srdma_chan,
+					     ibch)->ctx);
 	ret = srdma_chan_get_event(container_of(channel, struct srdma_chan,
 						ibch), &scq);
 	if (ret) {
@@ -193,6 +196,8 @@ static int op_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
 	if (srdma_ctx_inherited(to_scq(cq)->ctx))
 		return EINVAL;
+	/* Events next, not polls: the net progress thread receives again. */
+	srdma_engine_ctx_blocks(to_scq(cq)->ctx);
 	return -srdma_cq_notify(to_scq(cq), solicited_only != 0);
 }
 

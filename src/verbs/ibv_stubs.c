@@ -116,28 +116,12 @@ SRDMA_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 }
 
 /*
- * Legacy provider and sysfs helpers. No public header declares them any
- * more, so the prototypes are given here. Providers are never loaded (the
- * device is built in), and the device has no sysfs directory: ibv_devinfo
- * asks for "board_id" through ibv_read_sysfs_file() and copes with -1.
+ * Legacy provider registration. No public header declares it any more, so
+ * the prototype is given here. Providers are never loaded (the device is
+ * built in). The sysfs helpers are in ibv_sysfs.c.
  */
 void ibv_register_driver(const char *name, void *init_func);
-const char *ibv_get_sysfs_path(void);
-int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
-			size_t size);
 
 SRDMA_EXPORT void ibv_register_driver(const char *name, void *init_func)
 {
-}
-
-SRDMA_EXPORT const char *ibv_get_sysfs_path(void)
-{
-	return NULL;
-}
-
-SRDMA_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file,
-				     char *buf, size_t size)
-{
-	errno = ENOENT;
-	return -1;
 }

@@ -27,6 +27,24 @@ void srdma_verbs_set_dp_ops(struct srdma_context *ctx);
 void srdma_fill_device_attr(struct srdma_context *ctx,
 			    struct ibv_device_attr *a);
 void srdma_fill_port_attr(struct srdma_context *ctx, struct ibv_port_attr *a);
+/* The same for port 1 of a context with LID @lid and GID table @gids
+ * (the sysfs tree, ibv_sysfs.c, describes the port with no context). */
+void srdma_port_attr_build(uint32_t lid, const struct srdma_gid_table *gids,
+			   struct ibv_port_attr *a);
+
+/**
+ * srdma_sysfs_refresh() - bring the synthesised sysfs tree
+ * (<state dir>/sysfs, docs/design/sysfs.md) up to date with the device's
+ * state: interfaces and addresses (GIDs), live contexts (LID), link layer.
+ * @force: false skips the work if this process refreshed less than a
+ *	second ago (device listing); true always looks (a context opened or
+ *	closed: the LID may change)
+ * Writes only when something changed (one stamp compared); failures are
+ * logged at debug level and otherwise ignored. Context: any thread;
+ * serialised in the process by a mutex and between processes by flock on
+ * the tree.
+ */
+void srdma_sysfs_refresh(bool force);
 /* Resolve a public context; NULL if it is not a live context of ours. */
 struct srdma_context *srdma_ctx_lookup(struct ibv_context *ctx);
 

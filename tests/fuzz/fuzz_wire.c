@@ -12,7 +12,9 @@
  * reserved byte). And that a datagram whose ICRC we compute and store
  * passes the check, over IPv4 and IPv6, while the raw input (whose ICRC
  * is random) is checked only for safety; and that the lenient IPv4 check
- * recovers exactly the identification and DF a peer used.
+ * recovers exactly the identification and DF a peer used (those of a
+ * softrdma GSO segment, DF and 1..63, with their own verdict), and the
+ * GSO sender's patch (srdma_wire_icrc_id_delta) gives the same ICRC.
  *
  * Seeds: tests/fuzz/corpus/, one valid packet per opcode with its ICRC
  * for the IPv4 path below (tests/net/wire_gen.c corpus DIR).
@@ -129,12 +131,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			got = srdma_icrc(ip, udp, copy, iov.iov_len);
 			srdma_wire_put_icrc(copy + iov.iov_len, got);
 			if (id || !df) {
+				/* Identifications below 64 with DF: a
+				 * segment of our own GSO sends. */
+				bool gso = df && id < SRDMA_WIRE_GSO_SEGS;
+
 				CHECK(!srdma_wire_icrc_check(&v4, copy, size));
 				CHECK(srdma_wire_icrc_verify(
 					      &v4, copy, size,
 					      SRDMA_ICRC_LENIENT) ==
-				      SRDMA_ICRC_OK_ID);
+				      (gso ? SRDMA_ICRC_OK_GSO :
+					     SRDMA_ICRC_OK_ID));
 			}
+			/* The GSO patch is the same difference. */
+			if (df)
+				CHECK((want ^ srdma_wire_icrc_id_delta(size,
+								       id)) ==
+				      got);
 			CHECK(srdma_icrc_ipv4_explain(
 				got, want, 13 + 8 + iov.iov_len, &gid, &gdf));
 			CHECK(gid == id && gdf == df);

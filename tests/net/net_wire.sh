@@ -33,8 +33,17 @@
 # ICRC that scapy's RoCE layer computes (IPv4; IPv6 by check_pcap.py's own
 # zlib check) equal to the one on the wire.
 #
-# Exit: 0 pass, 1 fail, 77 skip (no root; tcpdump, tshark or perftest
-# missing).
+# UDP GSO (docs/design/net-endpoint.md, "Speed"): the senders hand the
+# kernel runs of equal-size packets as one GSO send, which the kernel cuts
+# into datagrams numbered by IPv4 identification 0, 1, 2, ..., each
+# carrying an ICRC patched for its own. The capture must see those
+# datagrams, not the GSO send: tx-udp-segmentation is turned off (ethtool)
+# on both hosts' eth0 and lo, so the kernel segments in software before
+# the device. The veth capture must then hold IPv4 packets with
+# identifications other than 0 (GSO segments), all with scapy's ICRC.
+#
+# Exit: 0 pass, 1 fail, 77 skip (no root; tcpdump, tshark, ethtool or
+# perftest missing).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 H=$here/hosts.sh
@@ -45,7 +54,7 @@ check_pcap=$here/check_pcap.py
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 
-for p in tcpdump tshark ib_write_bw ibv_rc_pingpong; do
+for p in tcpdump tshark ethtool ib_write_bw ibv_rc_pingpong; do
 	command -v "$p" >/dev/null ||
 		{ echo "net_wire: $p not installed: skipped"; exit 77; }
 done
@@ -148,6 +157,14 @@ pair()
 "$H" up 2
 rc=$?
 [ $rc -eq 0 ] || exit $rc
+# Software segmentation before the devices: the captures see the
+# datagrams as they travel, with their own IP identifications.
+for h in 1 2; do
+	for dev in eth0 lo; do
+		"$H" run "$h" -- ethtool -K "$dev" tx-udp-segmentation off ||
+			fail "ethtool -K $dev tx-udp-segmentation off in host $h"
+	done
+done
 cap1=$work/veth.pcap
 if capture_start eth0 "$cap1"; then
 	pair bw "$srdma" ib_write_bw -d srdma0 -s 5000 -n 20
@@ -161,6 +178,13 @@ if capture_start eth0 "$cap1"; then
 	pair --ipv6 pingpong "$srdma" ibv_rc_pingpong -s 3000 -n 10 -c
 	capture_stop
 	check "$cap1" "capture on the veth" 2
+	# GSO segments after the first carry identifications 1, 2, ...
+	nid=$(tshark -r "$cap1" -Y 'udp.dstport == 4791 && ip.id != 0' \
+		2>/dev/null | wc -l)
+	echo "net_wire: capture on the veth: $nid IPv4 packets with an identification other than 0 (GSO segments)"
+	if [ "${SRDMA_NET_GSO:-1}" != 0 ] && [ "$nid" -eq 0 ]; then
+		fail "no GSO segment (IPv4 identification > 0) captured"
+	fi
 	if [ -n "${SRDMA_NET_WIRE_KEEP:-}" ]; then
 		cp "$cap1" "$SRDMA_NET_WIRE_KEEP.veth.pcap"
 	fi

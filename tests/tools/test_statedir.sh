@@ -19,7 +19,8 @@
 #            in a valid directory is not followed (the target's contents
 #            survive).
 #   umask    uid 65534 with umask 0277 opens the device: the directory
-#            is 0700 and every file in it 0600 (not the umask's 0500 /
+#            is 0700 and every file in it 0600, its sysfs tree 0755/0444
+#            (not the umask's 0500 /
 #            0400), and a later process of that uid opens it too.
 #
 # Needs root (other uids, a private mount namespace with tmpfs over
@@ -211,8 +212,16 @@ echo "# modes: $modes"
 check "... directory 0700, every file in it 0600" \
 	bash -c '[ "$(stat -c %a "$1")" = 700 ] &&
 		[ -n "$(ls -A "$1")" ] &&
-		[ -z "$(find "$1" -mindepth 1 ! -perm 600)" ]' \
+		[ -z "$(find "$1" -mindepth 1 -path "$1/sysfs" -prune -o \
+			! -perm 600 -print)" ]' \
 	_ /dev/shm/srdma-65534
+# The sysfs tree (docs/design/sysfs.md) is meant to be read by everyone
+# once mounted over /sys/class: directories 0755, files 0444.
+check "... its sysfs tree: directories 0755, files 0444" \
+	bash -c '[ -d "$1/class/infiniband/srdma0/ports/1" ] &&
+		[ -z "$(find "$1" \( -type d ! -perm 755 \) -o \
+			\( -type f ! -perm 444 \) -print)" ]' \
+	_ /dev/shm/srdma-65534/sysfs
 as_nobody bash -c 'umask 0077; exec "$@" </dev/null' _ "${NB_RUN[@]}" \
 	>"$WORK/umask2.out" 2>&1
 check "... and a second process of that uid opens it too" \

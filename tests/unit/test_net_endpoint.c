@@ -13,6 +13,13 @@
  *     reach the registered QP (through the test hook); bad ICRC, foreign
  *     P_Key and unknown QPN are dropped by cause; unregister waits out a
  *     packet being handled;
+ *   - UDP GSO: batches of packets of one length (and a shorter last) go
+ *     as GSO sends, over IPv4 (ICRCs patched for the kernel's
+ *     identifications) and IPv6, some packets in several iovecs; all
+ *     arrive once with right ICRCs; a kernel that refuses GSO (test
+ *     hook) gets the batch one datagram each, and no GSO after;
+ *     SRDMA_NET_GSO=0 sends none; the receiver's UDP GRO gets them
+ *     whole and splits them;
  *   - several processes in one namespace, each with a context: datagrams
  *     for each one's LID reach it (steered or forwarded), also after one
  *     of them dies without closing and after a new one joins.
@@ -384,6 +391,161 @@ static void test_dispatch(void **state)
 	assert_int_equal(srdma_context_close(b), 0);
 }
 
+/* ---- UDP GSO --------------------------------------------------------------- */
+
+#define GSO_N 48
+static _Atomic uint64_t gso_seen[2];	/* PSNs 0..127 delivered */
+static _Atomic int gso_dup;
+
+static void gso_hook(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
+		     const struct srdma_wire_path *from)
+{
+	uint64_t bit = 1ull << (pkt->psn & 63);
+
+	(void)nq;
+	(void)from;
+	if (pkt->psn < 128 &&
+	    (atomic_fetch_or(&gso_seen[pkt->psn / 64], bit) & bit))
+		gso_dup++;
+	hook_calls++;
+}
+
+/* RC SEND_ONLY, @paylen bytes of payload, ICRC for @p: its length. */
+static size_t make_pkt(uint8_t *b, const struct srdma_wire_path *p,
+		       uint32_t qpn, uint32_t psn, uint32_t paylen)
+{
+	struct srdma_pkt k = { .opcode = SRDMA_TR_RC | SRDMA_OP_SEND_ONLY,
+			       .pkey = 0xffff, .dqpn = qpn, .psn = psn,
+			       .paylen = paylen };
+	uint32_t h = srdma_wire_build(b, &k), n, i;
+	struct iovec v;
+
+	for (i = 0; i < paylen; i++)
+		b[h + i] = (uint8_t)(psn + i);
+	n = h + paylen + srdma_wire_pad(paylen);
+	memset(b + h + paylen, 0, srdma_wire_pad(paylen));
+	v.iov_base = b;
+	v.iov_len = n;
+	srdma_wire_put_icrc(b + n, srdma_wire_icrc(p, &v, 1));
+	return n + 4;
+}
+
+/*
+ * One batch of GSO_N packets from @a to @nq (on @b), PSNs @psn0.. :
+ * runs of one length with a shorter last, lone ones between, some packets
+ * in several iovecs (one with its ICRC split across two). Every packet
+ * must arrive once with a right ICRC (no drop at @b), and the caller's
+ * buffers must not change. Return: the sender's GSO segments for it.
+ */
+static uint64_t gso_batch(struct srdma_context *a, struct srdma_context *b,
+			  struct srdma_net_qp *nq, bool v6, uint32_t psn0)
+{
+	static uint8_t buf[GSO_N][1200], copy[GSO_N][1200];
+	struct iovec iov[GSO_N][3];
+	struct srdma_net_msg m[GSO_N];
+	struct srdma_net_ep_stats sa0, sa, sb0, sb;
+	struct srdma_wire_path p;
+	size_t len[GSO_N];
+	int i, t;
+
+	path_of(&p, v6);
+	srdma_net_ep_stats(a, &sa0);
+	srdma_net_ep_stats(b, &sb0);
+	gso_seen[0] = gso_seen[1] = 0;
+	gso_dup = 0;
+	hook_calls = 0;
+	for (i = 0; i < GSO_N; i++) {
+		/* 0-19: 1000 B, 20: 600 B (last of a run), 21-22: 300 B
+		 * (a run of its own), 23: 1100 B alone, 24-46: 1000 B, 47:
+		 * 10 B */
+		uint32_t pl = i < 20 ? 1000 : i == 20 ? 600 : i < 23 ? 300 :
+			      i == 23 ? 1100 : i < 47 ? 1000 : 10;
+
+		len[i] = make_pkt(buf[i], &p, nq->qpn, psn0 + (uint32_t)i, pl);
+		memcpy(copy[i], buf[i], len[i]);
+		m[i].path = &p;
+		m[i].iov = iov[i];
+		if (i % 5 == 1) {	/* header, payload, ICRC */
+			iov[i][0] = (struct iovec){ buf[i], 12 };
+			iov[i][1] = (struct iovec){ buf[i] + 12, len[i] - 16 };
+			iov[i][2] = (struct iovec){ buf[i] + len[i] - 4, 4 };
+			m[i].n = 3;
+		} else if (i % 5 == 3) { /* the ICRC split in two */
+			iov[i][0] = (struct iovec){ buf[i], len[i] - 2 };
+			iov[i][1] = (struct iovec){ buf[i] + len[i] - 2, 2 };
+			m[i].n = 2;
+		} else {
+			iov[i][0] = (struct iovec){ buf[i], len[i] };
+			m[i].n = 1;
+		}
+	}
+	assert_int_equal(srdma_net_send_batch(a, m, GSO_N), GSO_N);
+	for (t = 0; t < 300 && hook_calls < GSO_N; t++)
+		sleep_ms(10);
+	assert_int_equal(hook_calls, GSO_N);
+	assert_int_equal(gso_dup, 0);
+	/* PSNs psn0..psn0+47, each once (psn0 is 0 or 64) */
+	assert_true(gso_seen[psn0 / 64] == (1ull << GSO_N) - 1);
+	srdma_net_ep_stats(b, &sb);
+	assert_int_equal(drops_sum(&sb), drops_sum(&sb0));
+	for (i = 0; i < GSO_N; i++)
+		assert_memory_equal(buf[i], copy[i], len[i]);
+	srdma_net_ep_stats(a, &sa);
+	assert_int_equal(sa.tx_dgrams - sa0.tx_dgrams, GSO_N);
+	assert_int_equal(sa.tx_errors, sa0.tx_errors);
+	return sa.tx_gso_segs - sa0.tx_gso_segs;
+}
+
+static void test_gso(void **state)
+{
+	struct srdma_net_ep_stats s;
+	struct srdma_context *a, *b, *c;
+	struct srdma_net_qp nq;
+	int v6;
+
+	(void)state;
+	if (!have_netns)
+		skip();
+	assert_int_equal(srdma_context_open(srdma_device_get(), &a), 0);
+	assert_int_equal(srdma_context_open(srdma_device_get(), &b), 0);
+	assert_non_null(srdma_net_ctx_get(a));
+	assert_non_null(srdma_net_ctx_get(b));
+	memset(&nq, 0, sizeof(nq));
+	nq.ctx = b;
+	nq.qpn = b->host.lid << SRDMA_QPN_SHIFT | 9;
+	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	srdma_net_input_hook = gso_hook;
+	/* Runs 0-20 (21 segments), 21-22, 24-47 (24): 47 segments in GSO
+	 * sends, IPv4 ones with patched ICRCs (the receiver in strict mode
+	 * too: unit.test_wire), IPv6 ones as they are. */
+	for (v6 = 0; v6 < 2; v6++)
+		assert_int_equal(gso_batch(a, b, &nq, v6, 0), 47);
+	/* UDP GRO at b: the GSO sends arrived whole over the loopback and
+	 * were split into their packets (each judged above). */
+	srdma_net_ep_stats(b, &s);
+	assert_true(s.rx_gro_segs > 0);
+	/* The kernel refuses GSO: the batch goes one datagram each, and
+	 * the endpoint sends no GSO again. */
+	atomic_store(&srdma_net_gso_refuse, EIO);
+	assert_int_equal(gso_batch(a, b, &nq, false, 64), 0);
+	atomic_store(&srdma_net_gso_refuse, 0);
+	assert_int_equal(gso_batch(a, b, &nq, false, 0), 0);
+	/* SRDMA_NET_GSO=0: never. */
+	setenv("SRDMA_NET_GSO", "0", 1);
+	assert_int_equal(srdma_context_open(srdma_device_get(), &c), 0);
+	assert_non_null(srdma_net_ctx_get(c));
+	unsetenv("SRDMA_NET_GSO");
+	assert_int_equal(gso_batch(c, b, &nq, false, 0), 0);
+	srdma_net_input_hook = NULL;
+	srdma_net_qp_unregister(&nq);
+	srdma_net_ctx_close(a);
+	srdma_net_ctx_close(b);
+	srdma_net_ctx_close(c);
+	assert_int_equal(srdma_context_close(a), 0);
+	assert_int_equal(srdma_context_close(b), 0);
+	assert_int_equal(srdma_context_close(c), 0);
+}
+
 /* ---- timers -------------------------------------------------------------- */
 
 static _Atomic int timer_calls;
@@ -632,6 +794,7 @@ int main(void)
 		cmocka_unit_test(test_open_close),
 		cmocka_unit_test(test_flood),
 		cmocka_unit_test(test_dispatch),
+		cmocka_unit_test(test_gso),
 		cmocka_unit_test(test_timers),
 		cmocka_unit_test(test_several_processes),
 	};

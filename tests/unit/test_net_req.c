@@ -1486,6 +1486,40 @@ static void test_engine_local_op_in_order(void **state)
 
 /* Atomics under loss: after a timeout's rewind, a later response showing
  * that the resent head's answer was lost again retries at once (once). */
+/* An ACK our responder holds back for the peer rides right behind our
+ * next request, in the same batch (net-responder.md, "ACK timing"). */
+static void test_held_ack_rides_behind_request(void **state)
+{
+	(void)state;
+	env_up(IBV_QPT_RC, 1024, 100);
+	atomic_store(&E.nq->ack_pending,
+		     SRDMA_NET_ACK_HELD | 7ull << 24 | 0x4321);
+	atomic_store(&E.nq->ack_due_ns, later(1000000));
+	assert_int_equal(post_wr(1, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_INLINE,
+				 0x1000), 0);
+	assert_int_equal(E.npk, 2);
+	assert_int_equal(E.pk[0].p.opcode, SRDMA_TR_RC | SRDMA_OP_WRITE_ONLY);
+	assert_int_equal(E.pk[0].p.psn, 100);
+	assert_int_equal(E.pk[1].p.opcode, SRDMA_TR_RC | SRDMA_OP_ACK);
+	assert_int_equal(E.pk[1].p.syndrome, SRDMA_AETH_ACK);
+	assert_int_equal(E.pk[1].p.psn, 0x4321);
+	assert_int_equal(E.pk[1].p.msn, 7);
+	assert_int_equal(E.pk[1].p.dqpn, 0x123);
+	assert_memory_equal(&E.pk[1].path, &E.nq->path, sizeof(E.nq->path));
+	assert_int_equal(atomic_load(&E.nq->ack_pending), 0);
+	assert_int_equal(atomic_load(&E.st.acks_piggybacked), 1);
+	assert_true(atomic_load(&E.nq->req_tx_ns) != 0);
+	/* Nothing held: the request alone; the deadline finds nothing. */
+	assert_int_equal(post_wr(2, IBV_WR_RDMA_WRITE, 0, 8, IBV_SEND_INLINE,
+				 0x1000), 0);
+	assert_int_equal(E.npk, 3);
+	assert_int_equal(srdma_netresp_ack_timer(E.nq, UINT64_MAX - 1), 0);
+	assert_int_equal(E.npk, 3);
+	ack(101);
+	assert_int_equal(E.nc, 2);
+	env_down();
+}
+
 static void test_atomic_fast_retry_after_timeout(void **state)
 {
 	uint32_t n;
@@ -1523,6 +1557,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_send_segmentation),
+		cmocka_unit_test(test_held_ack_rides_behind_request),
 		cmocka_unit_test(test_ackreq_every_64_and_window),
 		cmocka_unit_test(test_ack_partial_and_order),
 		cmocka_unit_test(test_nak_seq_retransmit),

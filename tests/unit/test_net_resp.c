@@ -68,11 +68,14 @@ struct txpkt {
 	uint8_t bytes[MTU + 128];
 	size_t len;
 	struct srdma_pkt p;
+	uint64_t cq_queued;	/* tx_cq's CQEs not polled when it left */
+	uint32_t cq_fired;	/* tx_cq's event flag then */
 };
 
 static struct txpkt tx[MAX_TX];
 static int ntx;
 static bool tx_capture = true;
+static struct srdma_cq *tx_cq;	/* the fixture's CQ */
 
 static int tx_hook(struct srdma_net_qp *nq, const struct iovec *iov, int n)
 {
@@ -90,6 +93,10 @@ static int tx_hook(struct srdma_net_qp *nq, const struct iovec *iov, int n)
 		len += iov[i].iov_len;
 	}
 	t->len = len;
+	if (tx_cq) {
+		t->cq_queued = tx_cq->sh->prod - atomic_load(&tx_cq->sh->cons);
+		t->cq_fired = atomic_load(&tx_cq->sh->fired);
+	}
 	assert_int_equal(srdma_wire_parse(t->bytes, len, &t->p),
 			 SRDMA_DROP_NONE);
 	assert_true(srdma_wire_icrc_check(&nq->path, t->bytes, len));
@@ -226,6 +233,7 @@ static struct fx *fx_new(enum ibv_qp_type type, uint32_t access, uint32_t epsn)
 	f->peer.dport = SRDMA_ROCE_PORT;
 
 	srdma_netresp_tx_hook = tx_hook;
+	tx_cq = f->cq;
 	ntx = 0;
 	tx_capture = true;
 	return f;
@@ -249,6 +257,7 @@ static void fx_free(struct fx *f)
 	free(f->buf);
 	free(f);
 	srdma_netresp_tx_hook = NULL;
+	tx_cq = NULL;
 }
 
 static uint32_t qp_state(struct fx *f)
@@ -833,6 +842,198 @@ static void test_source_transport(void **state)
 	fx_free(f);
 }
 
+/* ---- delayed ACKs (net-responder.md, "ACK timing") ----------------------- */
+
+static bool polls;
+
+/* The application waits for events unless it "polls". */
+static bool app_waits(struct srdma_context *ctx)
+{
+	(void)ctx;
+	return !polls;
+}
+
+/* Our requester sent lately: the ACK of a SEND is held back; its timer
+ * sends it (not before its deadline), a newer one replaces it and keeps
+ * the deadline, the requester can take it (srdma_netresp_ack_take: built
+ * whole, ICRC right). A NAK, an RNR NAK, READ responses and atomic ACKs
+ * are never held, and a held ACK leaves before them, in order. Without
+ * recent requests, or with a short ACK timeout, nothing is held. */
+static void test_delayed_ack(void **state)
+{
+	struct fx *f = fx_new(IBV_QPT_RC,
+			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+			      10);
+	uint8_t b[SRDMA_NET_ACK_LEN];
+	struct srdma_pkt p, q;
+	struct ibv_wc wc[8];
+	uint64_t due, *w;
+	uint32_t len;
+	int i;
+
+	(void)state;
+	srdma_net_app_waits_hook = app_waits;
+	polls = true;
+	for (i = 0; i < 6; i++)
+		post_recv(f, (uint64_t)i, (uint32_t)i * 64, 64);
+	/* No request of ours lately: ACKed at once. */
+	p = req(f, SRDMA_OP_SEND_ONLY, 10);
+	p.ackreq = true;
+	inject(f, &p, "a", 1);
+	assert_int_equal(ntx, 1);
+	check_ack(0, SRDMA_AETH_ACK, 10);
+	/* Our requester just sent and the application polls: held, the
+	 * message delivered all the same. */
+	atomic_store(&f->nq.req_tx_ns, srdma_net_now_ns());
+	p.psn = 11;
+	inject(f, &p, "b", 1);
+	assert_int_equal(ntx, 1);
+	assert_int_equal(atomic_load(&f->st.acks_delayed), 1);
+	assert_int_equal(cq_poll(f, wc, 8), 2);
+	due = atomic_load(&f->nq.ack_due_ns);
+	assert_true(due > srdma_net_now_ns() - 1000000);
+	assert_int_equal(srdma_netresp_ack_timer(&f->nq, due - 1), due);
+	assert_int_equal(ntx, 1);
+	/* A newer one replaces it and keeps the first one's deadline. */
+	p.psn = 12;
+	inject(f, &p, "c", 1);
+	assert_int_equal(ntx, 1);
+	assert_int_equal(atomic_load(&f->nq.ack_due_ns), due);
+	assert_int_equal(srdma_netresp_ack_timer(&f->nq, due), 0);
+	assert_int_equal(ntx, 2);
+	check_ack(1, SRDMA_AETH_ACK, 12);
+	assert_int_equal(tx[1].p.msn, 3);
+	assert_int_equal(atomic_load(&f->nq.ack_pending), 0);
+	assert_int_equal(atomic_load(&f->nq.ack_due_ns), 0);
+	/* Taken by the requester: a whole ACK packet, once. */
+	p.psn = 13;
+	inject(f, &p, "d", 1);
+	len = srdma_netresp_ack_take(&f->nq, b);
+	assert_int_equal(len, SRDMA_NET_ACK_LEN);
+	assert_int_equal(srdma_wire_parse(b, len, &q), SRDMA_DROP_NONE);
+	assert_true(srdma_wire_icrc_check(&f->nq.path, b, len));
+	assert_int_equal(q.opcode, SRDMA_TR_RC | SRDMA_OP_ACK);
+	assert_int_equal(q.syndrome, SRDMA_AETH_ACK);
+	assert_int_equal(q.psn, 13);
+	assert_int_equal(q.msn, 4);
+	assert_int_equal(q.dqpn, PEER_QPN);
+	assert_int_equal(srdma_netresp_ack_take(&f->nq, b), 0);
+	/* Its deadline passes with nothing to send. */
+	assert_int_equal(srdma_netresp_ack_timer(&f->nq, UINT64_MAX - 1), 0);
+	assert_int_equal(ntx, 2);
+	/* Held, then a PSN gap: the ACK first, then the NAK, at once. */
+	p.psn = 14;
+	inject(f, &p, "e", 1);
+	assert_int_equal(ntx, 2);
+	p.psn = 16;
+	inject(f, &p, "f", 1);
+	assert_int_equal(ntx, 4);
+	check_ack(2, SRDMA_AETH_ACK, 14);
+	check_ack(3, SRDMA_AETH_NAK_PSN, 15);
+	/* A READ: its response at once, after the held ACK. */
+	p.psn = 15;
+	inject(f, &p, "g", 1);
+	assert_int_equal(ntx, 4);
+	p = req(f, SRDMA_OP_READ_REQ, 16);
+	p.va = (uintptr_t)f->buf;
+	p.rkey = f->mr->ibmr.rkey;
+	p.dma_len = 8;
+	inject(f, &p, NULL, 0);
+	assert_int_equal(ntx, 6);
+	check_ack(4, SRDMA_AETH_ACK, 15);
+	assert_int_equal(tx[5].p.opcode, SRDMA_OP_READ_RESP_ONLY);
+	/* An atomic: its ACK at once. */
+	w = (uint64_t *)(f->buf + 1024);
+	*w = 1;
+	p = req(f, SRDMA_OP_FETCH_ADD, 17);
+	p.va = (uintptr_t)w;
+	p.rkey = f->mr->ibmr.rkey;
+	p.swap_add = 1;
+	inject(f, &p, NULL, 0);
+	assert_int_equal(ntx, 7);
+	assert_int_equal(tx[6].p.opcode, SRDMA_OP_ATOMIC_ACK);
+	/* No receive WQE left: the RNR NAK at once. */
+	assert_int_equal(cq_poll(f, wc, 8), 4);
+	p = req(f, SRDMA_OP_SEND_ONLY, 18);
+	p.ackreq = true;
+	inject(f, &p, "h", 1);
+	assert_int_equal(ntx, 8);
+	check_ack(7, SRDMA_AETH_RNR(RNR_TIMER), 18);
+	/* A short ACK timeout of ours: never held. */
+	post_recv(f, 20, 0, 64);
+	post_recv(f, 21, 0, 64);
+	f->qp->attr.timeout = 5;	/* 131 us */
+	inject(f, &p, "h", 1);
+	assert_int_equal(ntx, 9);
+	check_ack(8, SRDMA_AETH_ACK, 18);
+	/* Held, then flushed (what qp_net.c does when the QP goes to ERR or
+	 * away); a reset forgets one. */
+	f->qp->attr.timeout = 14;
+	p.psn = 19;
+	inject(f, &p, "i", 1);
+	assert_int_equal(ntx, 9);
+	assert_true(srdma_netresp_ack_flush(&f->nq));
+	assert_int_equal(ntx, 10);
+	check_ack(9, SRDMA_AETH_ACK, 19);
+	assert_false(srdma_netresp_ack_flush(&f->nq));
+	atomic_store(&f->nq.ack_pending, SRDMA_NET_ACK_HELD | 19);
+	pthread_mutex_lock(&f->nq.resp_lock);
+	srdma_netresp_reset(&f->nq, 30);
+	pthread_mutex_unlock(&f->nq.resp_lock);
+	assert_false(srdma_netresp_ack_flush(&f->nq));
+	assert_int_equal(atomic_load(&f->st.acks_delayed), 6);
+	srdma_net_app_waits_hook = NULL;
+	fx_free(f);
+}
+
+/* An application that waits for events gets no held ACK: its peer sees
+ * the ACK before our reply, as from a NIC. */
+static void test_delayed_ack_events(void **state)
+{
+	struct fx *f = fx_new(IBV_QPT_RC, 0, 1);
+	struct srdma_pkt p;
+
+	(void)state;
+	srdma_net_app_waits_hook = app_waits;
+	polls = false;
+	post_recv(f, 1, 0, 64);
+	post_recv(f, 2, 64, 64);
+	atomic_store(&f->nq.req_tx_ns, srdma_net_now_ns());
+	p = req(f, SRDMA_OP_SEND_ONLY, 1);
+	p.ackreq = true;
+	inject(f, &p, "a", 1);
+	assert_int_equal(ntx, 1);
+	check_ack(0, SRDMA_AETH_ACK, 1);
+	polls = true;
+	p.psn = 2;
+	inject(f, &p, "b", 1);
+	assert_int_equal(ntx, 1);
+	assert_int_equal(atomic_load(&f->st.acks_delayed), 1);
+	assert_true(srdma_netresp_ack_flush(&f->nq));
+	check_ack(1, SRDMA_AETH_ACK, 2);
+	srdma_net_app_waits_hook = NULL;
+	fx_free(f);
+}
+
+/* UC never ACKs, held or not. */
+static void test_delayed_ack_uc(void **state)
+{
+	struct fx *f = fx_new(IBV_QPT_UC, 0, 1);
+	struct srdma_pkt p;
+
+	(void)state;
+	srdma_net_app_waits_hook = app_waits;
+	polls = true;
+	post_recv(f, 1, 0, 64);
+	atomic_store(&f->nq.req_tx_ns, srdma_net_now_ns());
+	p = req(f, SRDMA_OP_SEND_ONLY, 1);
+	inject(f, &p, "a", 1);
+	srdma_net_app_waits_hook = NULL;
+	assert_int_equal(ntx, 0);
+	assert_int_equal(atomic_load(&f->nq.ack_pending), 0);
+	fx_free(f);
+}
+
 /* ---- UC --------------------------------------------------------------------
  */
 
@@ -949,6 +1150,88 @@ static void test_srq(void **state)
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.byte_len, 4);
 	assert_int_equal(ntx, 0);
+	fx_free(f);
+}
+
+/*
+ * The ACK of a message leaves before its receive completion is posted (or
+ * its CQ's event fired), as on a NIC, where the application reacting to
+ * the completion always comes after the ACK: otherwise a ping-pong's
+ * answer can overtake the ACK, and perftest -e (one channel for its send
+ * and receive CQs) at the peer takes the receive event for its send's and
+ * reads a send completion that is not there (net.ib_send_lat_events).
+ * RC SEND from the QP's queue and from an SRQ, WRITE_WITH_IMM; a SEND that
+ * asks for no ACK still completes.
+ */
+static void arm_and_check_ack_first(struct fx *f, struct srdma_pkt *p,
+				    const void *data, uint32_t len,
+				    uint64_t wr_id, uint32_t opcode,
+				    uint32_t byte_len)
+{
+	struct ibv_wc wc;
+	int n0 = ntx;
+
+	assert_int_equal(srdma_cq_notify(f->cq, false), 0);
+	p->ackreq = true;
+	inject(f, p, data, len);
+	assert_int_equal(ntx, n0 + 1);
+	check_ack(n0, SRDMA_AETH_ACK, p->psn);
+	assert_int_equal(tx[n0].cq_queued, 0);
+	assert_int_equal(tx[n0].cq_fired, 0);
+	/* ... and the completion and its event right after. */
+	assert_int_equal(atomic_exchange(&f->cq->sh->fired, 0), 1);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, opcode);
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.byte_len, byte_len);
+}
+
+static void test_ack_before_cqe(void **state)
+{
+	struct srdma_pkt p;
+	struct ibv_wc wc;
+	struct fx *f;
+
+	(void)state;
+	f = fx_new(IBV_QPT_RC, IBV_ACCESS_REMOTE_WRITE, 300);
+	post_recv(f, 1, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY, 300);
+	arm_and_check_ack_first(f, &p, "ping", 4, 1, IBV_WC_RECV, 4);
+	/* The last packet of a longer SEND. */
+	post_recv(f, 2, 0, 4096);
+	p = req(f, SRDMA_OP_SEND_FIRST, 301);
+	inject(f, &p, f->buf + 8192, MTU);
+	assert_int_equal(ntx, 1);
+	p = req(f, SRDMA_OP_SEND_LAST_IMM, 302);
+	p.imm = htobe32(5);
+	arm_and_check_ack_first(f, &p, "pong", 4, 2, IBV_WC_RECV,
+				MTU + 4);
+	/* WRITE_WITH_IMM: the receive completion it consumes. */
+	post_recv(f, 3, 0, 0);
+	p = req(f, SRDMA_OP_WRITE_ONLY_IMM, 303);
+	p.va = (uintptr_t)f->buf + 8192;
+	p.rkey = f->mr->ibmr.rkey;
+	p.dma_len = 4;
+	p.imm = htobe32(6);
+	arm_and_check_ack_first(f, &p, "wimm", 4, 3,
+				IBV_WC_RECV_RDMA_WITH_IMM, 4);
+	/* No AckReq (a requester may ask later): completed all the same. */
+	post_recv(f, 4, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY, 304);
+	inject(f, &p, "quiet", 5);
+	assert_int_equal(ntx, 3);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 4);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	fx_free(f);
+
+	use_srq = true;
+	f = fx_new(IBV_QPT_RC, 0, 9);
+	use_srq = false;
+	post_recv(f, 7, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY, 9);
+	arm_and_check_ack_first(f, &p, "srq", 3, 7, IBV_WC_RECV, 3);
 	fx_free(f);
 }
 
@@ -1184,8 +1467,12 @@ int main(void)
 		cmocka_unit_test(test_source_transport),
 		cmocka_unit_test(test_uc_gap),
 		cmocka_unit_test(test_srq),
+		cmocka_unit_test(test_ack_before_cqe),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_delayed_ack),
+		cmocka_unit_test(test_delayed_ack_events),
+		cmocka_unit_test(test_delayed_ack_uc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

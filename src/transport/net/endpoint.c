@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -64,8 +65,26 @@
 
 #define RX_BATCH 32
 #define RX_BUF 9216		/* above any RoCEv2 packet; longer: truncated */
+/* With UDP GRO a datagram holds up to 64 KiB of packets: fewer, larger
+ * receive slots (1 MiB in all, touched as used). */
+#define RX_GRO_BATCH 16
+#define RX_GRO_BUF 65536
+#ifndef UDP_GRO
+#define UDP_GRO 104		/* linux/udp.h */
+#endif
 #define TIMER_BATCH 64
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103		/* linux/udp.h */
+#endif
+/* Sending: datagrams (GSO sends) per sendmmsg, and what they may hold. */
+#define TX_UNITS 32
+#define TX_SEGS 256		/* packets per sendmmsg */
+#define TX_IOV 1024		/* iovecs per sendmmsg, all units */
+/* The UDP payload of one GSO send: an IPv4 datagram's largest. */
+#define GSO_BYTES (65535u - SRDMA_IPV4_HDR_BYTES - SRDMA_UDP_HDR_BYTES)
 #define QP_SLOTS (1u << SRDMA_QPN_SHIFT)
+#define SRDMA_NET_POLL_US_DEFAULT 200	/* poll mode after an inline poll */
+#define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
 
 struct srdma_net_ctx {
 	struct srdma_context *ctx;	/* immutable */
@@ -91,7 +110,10 @@ struct srdma_net_ctx {
 			 CMSG_SPACE(sizeof(struct in_pktinfo)) + 64];
 		struct cmsghdr align;
 	} cbuf[RX_BATCH];
-	uint8_t *rxbuf;			/* RX_BATCH * RX_BUF */
+	uint8_t *rxbuf;			/* rx_slots * rx_buf */
+	int rx_slots;			/* immutable: RX_BATCH, RX_GRO_BATCH */
+	size_t rx_buf;			/* immutable: RX_BUF, RX_GRO_BUF */
+	bool gro;			/* immutable: UDP_GRO is on */
 	uint8_t *fin;			/* one forwarded batch */
 	/* the forwarding batch being built: drain_lock */
 	uint8_t *fout;
@@ -99,6 +121,24 @@ struct srdma_net_ctx {
 	uint32_t fout_count, fout_lid;
 	uint64_t resteer_ns;		/* drain_lock: last srdma_demux_resteer */
 	bool poll_inline;		/* immutable: SRDMA_NET_INLINE != 0 */
+	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
+	 * it once (relaxed) */
+	_Atomic bool gso;
+	/* Poll mode (net-endpoint.md, "Progress"): while an application
+	 * polls inline, the thread takes the UDP socket out of its epoll
+	 * set and leaves receiving to the application. poll_until: the end
+	 * of poll mode (the last inline poll + poll_ns), 0 when off; any
+	 * thread stores it. udp_off: the socket is out of the set (set by
+	 * the thread, read by srdma_net_poll_end to decide on a kick). */
+	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
+	_Atomic uint64_t poll_until;
+	_Atomic bool udp_off;
+	/* The last ibv_req_notify_cq / ibv_get_cq_event (srdma_net_poll_end),
+	 * 0 for none: the application waits for events (no held ACKs). */
+	_Atomic uint64_t event_ns;
+	/* The earliest held-ACK deadline armed since the last timer scan
+	 * (0: none): the inline path scans when it is due. */
+	_Atomic uint64_t ack_due;
 	struct srdma_pcap *pcap;	/* immutable: SRDMA_PCAP, or NULL */
 	struct srdma_netfault *fault;	/* immutable: SRDMA_NET_FAULT, or
 					 * NULL (its own lock) */
@@ -107,6 +147,7 @@ struct srdma_net_ctx {
 };
 
 uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
+_Atomic int srdma_net_gso_refuse;
 void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
 			     const struct srdma_pkt *pkt,
 			     const struct srdma_wire_path *from);
@@ -406,8 +447,13 @@ static void local(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 {
 	if (ep->pcap) {
 		struct iovec v = { (void *)buf, len };
+		uint16_t id = 0;
 
-		srdma_pcap_write(ep->pcap, from, &v, 1);
+		/* A UDP socket hides the IPv4 identification; a GSO
+		 * segment's ICRC names it (0 when nothing does). */
+		if (!srdma_wire_icrc_ipv4_id(from, buf, len, &id))
+			id = 0;
+		srdma_pcap_write_id(ep->pcap, from, id, &v, 1);
 	}
 	deliver(ep, buf, len, from);
 }
@@ -454,15 +500,21 @@ static void v4mapped(uint8_t gid[16], struct in_addr a)
 	memcpy(gid + 12, &a, 4);
 }
 
-/* Datagram @i of a recvmmsg batch. */
-static void rx_udp(struct srdma_net_ctx *ep, int i)
+static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
+		     bool have_dst, const struct srdma_wire_path *path);
+
+/* Datagram @i of a recvmmsg batch; return the packets it held (a GRO
+ * datagram holds several). */
+static int rx_udp(struct srdma_net_ctx *ep, int i)
 {
 	struct msghdr *mh = &ep->msgs[i].msg_hdr;
+	const uint8_t *buf = ep->rxbuf + (size_t)i * ep->rx_buf;
+	size_t len = ep->msgs[i].msg_len, seg = 0, off, l;
 	struct srdma_wire_path path;
 	struct cmsghdr *c;
 	bool have_dst = false;
+	int n = 0;
 
-	cnt(&ep->st.rx_dgrams, 1);
 	memset(&path, 0, sizeof(path));
 	memcpy(path.sip, &ep->from[i].sin6_addr, 16);
 	path.sport = ntohs(ep->from[i].sin6_port);
@@ -482,21 +534,47 @@ static void rx_udp(struct srdma_net_ctx *ep, int i)
 			memcpy(&pi, CMSG_DATA(c), sizeof(pi));
 			v4mapped(path.dip, pi.ipi_addr);
 			have_dst = true;
+		} else if (c->cmsg_level == SOL_UDP &&
+			   c->cmsg_type == UDP_GRO &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			int gs;
+
+			memcpy(&gs, CMSG_DATA(c), sizeof(gs));
+			seg = gs > 0 ? (size_t)gs : 0;
 		}
 	}
+	/* GRO: segments of @seg bytes, the last maybe shorter; each one a
+	 * datagram as it travelled, judged on its own. */
+	if (!seg || seg >= len)
+		seg = len;
+	for (off = 0; off < len || !n; off += l, n++) {
+		l = len - off < seg ? len - off : seg;
+		cnt(&ep->st.rx_dgrams, 1);
+		if (n)
+			cnt(&ep->st.rx_gro_segs, 1);
+		if (!rx_check(ep, mh, i, have_dst, &path))
+			continue;
+		rx_one(ep, buf + off, l, &path, false);
+	}
+	return n;
+}
+
+/* Whether datagram @i of a batch can be handled at all; drops it if not. */
+static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
+		     bool have_dst, const struct srdma_wire_path *path)
+{
 	if (mh->msg_namelen < sizeof(struct sockaddr_in6) ||
 	    ep->from[i].sin6_family != AF_INET6 || !have_dst) {
 		ep_drop(ep, NULL, SRDMA_DROP_ADDR, "no source or destination",
 			NULL);
-		return;
+		return false;
 	}
 	if (mh->msg_flags & MSG_TRUNC) {
 		ep_drop(ep, NULL, SRDMA_DROP_LENGTH, "longer than any packet",
-			&path);
-		return;
+			path);
+		return false;
 	}
-	rx_one(ep, ep->rxbuf + (size_t)i * RX_BUF, ep->msgs[i].msg_len, &path,
-	       false);
+	return true;
 }
 
 static int drain_udp(struct srdma_net_ctx *ep, int budget)
@@ -504,7 +582,8 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget)
 	int done = 0, n, i, want;
 
 	while (done < budget) {
-		want = budget - done < RX_BATCH ? budget - done : RX_BATCH;
+		want = budget - done < ep->rx_slots ? budget - done :
+						      ep->rx_slots;
 		for (i = 0; i < want; i++) {
 			struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
@@ -517,8 +596,7 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget)
 		if (n <= 0)
 			break;
 		for (i = 0; i < n; i++)
-			rx_udp(ep, i);
-		done += n;
+			done += rx_udp(ep, i);
 		if (n < want)
 			break;
 	}
@@ -604,38 +682,68 @@ static int drain(struct srdma_net_ctx *ep, int budget, bool fwd)
 
 /* ---- timers ---------------------------------------------------------------- */
 
-/* Run the due requester timers; return the earliest one left (0: none). */
-static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
+/* The earlier of two deadlines, 0 standing for none. */
+static inline uint64_t earlier(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* Run the due requester timers and held-ACK deadlines; return the
+ * earliest one left (0: none), and in *@reqs (if given) the earliest
+ * requester deadline alone. */
+static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now,
+			   uint64_t *reqs)
 {
 	struct srdma_net_qp *due[TIMER_BATCH], *nq;
-	uint64_t next = 0, d;
+	uint64_t reqn = 0, ackn = 0, d, a;
 	unsigned int n = 0, i;
 
+	/* Scanned from here on: a hold armed meanwhile lowers it again. */
+	atomic_store(&ep->ack_due, 0);
 	pthread_mutex_lock(&ep->lock);
 	for (nq = ep->qp_list; nq; nq = nq->ep_next) {
 		d = atomic_load_explicit(&nq->deadline_ns,
 					 memory_order_acquire);
-		if (!d)
+		a = atomic_load_explicit(&nq->ack_due_ns,
+					 memory_order_acquire);
+		if (!d && !a)
 			continue;
-		if (d <= now && n < TIMER_BATCH) {
+		if (earlier(d, a) <= now && n < TIMER_BATCH) {
 			atomic_fetch_add(&nq->refs, 1);
 			due[n++] = nq;
 			continue;
 		}
-		if (d <= now)
-			d = now + 1;	/* the rest: next round */
-		if (!next || d < next)
-			next = d;
+		/* The rest of what is due: next round. */
+		if (d && d <= now)
+			d = now + 1;
+		if (a && a <= now)
+			a = now + 1;
+		reqn = earlier(reqn, d);
+		ackn = earlier(ackn, a);
 	}
 	pthread_mutex_unlock(&ep->lock);
 	for (i = 0; i < n; i++) {
-		d = srdma_net_timer_hook ? srdma_net_timer_hook(due[i], now) :
-					   srdma_netreq_timer(due[i], now);
-		if (d && (!next || d < next))
-			next = d;
-		qp_unpin(due[i]);
+		nq = due[i];
+		d = atomic_load_explicit(&nq->deadline_ns,
+					 memory_order_acquire);
+		if (d && d <= now)
+			d = srdma_net_timer_hook ?
+				srdma_net_timer_hook(nq, now) :
+				srdma_netreq_timer(nq, now);
+		reqn = earlier(reqn, d);
+		ackn = earlier(ackn, srdma_netresp_ack_timer(nq, now));
+		qp_unpin(nq);
 	}
-	return next;
+	if (reqs)
+		*reqs = reqn;
+	/* Held ACKs still waiting: the inline path's to watch too. */
+	if (ackn) {
+		a = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
+		while ((!a || ackn < a) &&
+		       !atomic_compare_exchange_weak(&ep->ack_due, &a, ackn))
+			;
+	}
+	return earlier(reqn, ackn);
 }
 
 /* ---- the progress thread ---------------------------------------------------- */
@@ -643,11 +751,49 @@ static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now)
 static int fault_emit(void *arg, const struct srdma_wire_path *p,
 		      const struct iovec *iov, int n);
 
+/*
+ * Poll mode: should the UDP socket be out of the thread's epoll set now?
+ * Moves it in or out (level-triggered: datagrams queued while it was out
+ * wake the thread at once when it comes back). Thread only.
+ * Return: the end of poll mode (0: off).
+ */
+static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now)
+{
+	struct epoll_event ev = { .events = 0, .data.fd = ep->udp };
+	uint64_t until = atomic_load(&ep->poll_until);
+
+	if (until > now && !atomic_load_explicit(&ep->udp_off,
+						 memory_order_relaxed)) {
+		/* Out first, then look again: an application that ends poll
+		 * mode meanwhile (srdma_net_poll_end) either sees udp_off and
+		 * kicks, or we see its 0 here (both seq_cst). */
+		atomic_store(&ep->udp_off, true);
+		until = atomic_load(&ep->poll_until);
+		if (until > now) {
+			if (epoll_ctl(ep->epfd, EPOLL_CTL_MOD, ep->udp, &ev))
+				srdma_dbg("epoll_ctl: %s", strerror(errno));
+			cnt(&ep->st.poll_handoffs, 1);
+			return until;
+		}
+		atomic_store(&ep->udp_off, false);
+		return 0;
+	}
+	if (until <= now && atomic_load_explicit(&ep->udp_off,
+						 memory_order_relaxed)) {
+		ev.events = EPOLLIN;
+		if (epoll_ctl(ep->epfd, EPOLL_CTL_MOD, ep->udp, &ev))
+			srdma_dbg("epoll_ctl: %s", strerror(errno));
+		atomic_store(&ep->udp_off, false);
+		return 0;
+	}
+	return until > now ? until : 0;
+}
+
 static void *progress_thread(void *arg)
 {
 	struct srdma_net_ctx *ep = arg;
 	struct epoll_event ev[4];
-	uint64_t now, next;
+	uint64_t now, next, until, reqs, fault_next = 0;
 	struct timespec ts;
 	bool timed, rx, fwd;
 	int n, i;
@@ -658,15 +804,26 @@ static void *progress_thread(void *arg)
 		atomic_store(&ep->sleep_until, UINT64_MAX);
 		now = srdma_net_now_ns();
 		pthread_mutex_lock(&ep->timer_lock);
-		next = run_timers(ep, now);
+		next = run_timers(ep, now, &reqs);
 		pthread_mutex_unlock(&ep->timer_lock);
 		if (ep->fault) {
-			uint64_t f = srdma_netfault_tick(ep->fault, now,
+			fault_next = srdma_netfault_tick(ep->fault, now,
 							 fault_emit,
 							 fault_deliver, ep);
-
-			if (f && (!next || f < next))
-				next = f;
+			next = earlier(next, fault_next);
+		}
+		/* The application polls: sleep until it may have stopped,
+		 * then take the socket back (and drain what it left). */
+		until = ep->poll_ns ? poll_mode(ep, now) : 0;
+		if (until) {
+			/* Held ACKs are the polling application's to send
+			 * (srdma_net_progress watches ep->ack_due); we come
+			 * back for them at the end of poll mode, not before:
+			 * the requester's timers and the faults' only. */
+			next = reqs;
+			if (ep->fault)
+				next = earlier(next, fault_next);
+			next = earlier(next, until);
 		}
 		atomic_store(&ep->sleep_until, next ? next : UINT64_MAX);
 		timed = next != 0;
@@ -696,11 +853,25 @@ static void *progress_thread(void *arg)
 				rx = true;
 			}
 		}
-		if (rx || fwd) {
+		if (!rx && !fwd)
+			continue;
+		/* In poll mode, an application draining now has just polled:
+		 * leave it the socket rather than wait for the lock (which
+		 * would cost it a futex wake-up when it unlocks); the next
+		 * round finds poll mode on and steps aside. Only then: a
+		 * holder that is not polling (preempted, say) is waited for,
+		 * never spun on. */
+		if (ep->poll_ns && !fwd &&
+		    pthread_mutex_trylock(&ep->drain_lock)) {
+			if (atomic_load(&ep->poll_until) >
+			    srdma_net_now_ns())
+				continue;
 			pthread_mutex_lock(&ep->drain_lock);
-			drain(ep, 256, fwd);
-			pthread_mutex_unlock(&ep->drain_lock);
+		} else if (!ep->poll_ns || fwd) {
+			pthread_mutex_lock(&ep->drain_lock);
 		}
+		drain(ep, 256, fwd);
+		pthread_mutex_unlock(&ep->drain_lock);
 	}
 	return NULL;
 }
@@ -727,6 +898,26 @@ static void ep_free(struct srdma_net_ctx *ep)
 	free(ep);
 }
 
+/* A number of microseconds from the environment: @def if unset or not a
+ * number, at most @max. */
+static uint64_t env_us(const char *name, uint64_t def, uint64_t max)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long x;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || *end) {
+		srdma_warn("%s=%s: not a number of microseconds, using %llu",
+			   name, v, (unsigned long long)def);
+		return def;
+	}
+	return x > max ? max : x;
+}
+
 static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 {
 	struct srdma_net_ctx *ep = calloc(1, sizeof(*ep));
@@ -745,12 +936,22 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	ep->udp = ep->fwd = ep->evfd = ep->epfd = -1;
 	ep->poll_inline = !getenv("SRDMA_NET_INLINE") ||
 			  strcmp(getenv("SRDMA_NET_INLINE"), "0");
+	atomic_init(&ep->gso, !getenv("SRDMA_NET_GSO") ||
+				      strcmp(getenv("SRDMA_NET_GSO"), "0"));
+	ep->poll_ns = ep->poll_inline ? env_us("SRDMA_NET_POLL_US",
+					       SRDMA_NET_POLL_US_DEFAULT,
+					       1000000) * 1000 : 0;
 	atomic_init(&ep->sleep_until, UINT64_MAX);
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->drain_lock, NULL);
 	pthread_mutex_init(&ep->timer_lock, NULL);
 	ep->qp_tab = calloc(QP_SLOTS, sizeof(*ep->qp_tab));
-	ep->rxbuf = malloc((size_t)RX_BATCH * RX_BUF);
+	/* SRDMA_NET_GRO=0: one datagram per packet on receive too. */
+	ep->gro = !getenv("SRDMA_NET_GRO") || strcmp(getenv("SRDMA_NET_GRO"),
+						     "0");
+	ep->rx_slots = ep->gro ? RX_GRO_BATCH : RX_BATCH;
+	ep->rx_buf = ep->gro ? RX_GRO_BUF : RX_BUF;
+	ep->rxbuf = malloc((size_t)ep->rx_slots * ep->rx_buf);
 	ep->fin = malloc(SRDMA_FWD_MAX);
 	ep->fout = malloc(SRDMA_FWD_MAX);
 	if (!ep->qp_tab || !ep->rxbuf || !ep->fin || !ep->fout) {
@@ -759,11 +960,11 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	}
 	((struct srdma_fwd_hdr *)ep->fout)->magic = SRDMA_FWD_MAGIC;
 	ep->fout_len = sizeof(struct srdma_fwd_hdr);
-	for (i = 0; i < RX_BATCH; i++) {
+	for (i = 0; i < ep->rx_slots; i++) {
 		struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
-		ep->iov[i].iov_base = ep->rxbuf + (size_t)i * RX_BUF;
-		ep->iov[i].iov_len = RX_BUF;
+		ep->iov[i].iov_base = ep->rxbuf + (size_t)i * ep->rx_buf;
+		ep->iov[i].iov_len = ep->rx_buf;
 		mh->msg_name = &ep->from[i];
 		mh->msg_iov = &ep->iov[i];
 		mh->msg_iovlen = 1;
@@ -795,6 +996,18 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	if (ret < 0)
 		goto err;
 	ep->udp = ret;
+	if (ep->gro) {
+		int one = 1;
+
+		/* Runs of equal-size datagrams of a flow arrive as one
+		 * (a GSO send from a veth peer arrives whole). Without it
+		 * (old kernel): one per packet, in the larger slots. */
+		if (setsockopt(ep->udp, SOL_UDP, UDP_GRO, &one, sizeof(one))) {
+			srdma_dbg("lid %u: UDP_GRO: %s", ep->id.lid,
+				  strerror(errno));
+			ep->gro = false;
+		}
+	}
 	for (i = 0; i < 3; i++) {
 		int fd = i == 0 ? ep->udp : i == 1 ? ep->fwd : ep->evfd;
 
@@ -865,6 +1078,12 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 	ep = atomic_exchange_explicit(&ctx->net, NULL, memory_order_acq_rel);
 	if (!ep || ep_inherited(ep))
 		return;		/* a child's copy: its fds are closed */
+	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs, %llu of %llu datagrams received inline",
+		  ep->id.lid,
+		  (unsigned long long)atomic_load(&ep->st.wakeups),
+		  (unsigned long long)atomic_load(&ep->st.poll_handoffs),
+		  (unsigned long long)atomic_load(&ep->st.inline_rx),
+		  (unsigned long long)atomic_load(&ep->st.rx_dgrams));
 	atomic_store(&ep->stop, true);
 	if (write(ep->evfd, &one, sizeof(one)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
@@ -937,50 +1156,239 @@ static bool wait_room(struct srdma_net_ctx *ep)
 	return poll(&pfd, 1, 1) > 0;
 }
 
-/* Send @m[0..n) for real. Return: how many went, or -errno if none. */
+/* Bytes of datagram @x. */
+static size_t msg_len(const struct srdma_net_msg *x)
+{
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < x->n; i++)
+		len += x->iov[i].iov_len;
+	return len;
+}
+
+static bool same_path(const struct srdma_wire_path *a,
+		      const struct srdma_wire_path *b)
+{
+	return a == b || !memcmp(a, b, sizeof(*a));
+}
+
+/*
+ * How many datagrams from @m[j] on (of @n, lengths @len) one GSO send can
+ * carry: the same path, all of the first one's length but the last,
+ * which may be shorter, at most SRDMA_WIRE_GSO_SEGS of them and
+ * GSO_BYTES in all. A shorter datagram that starts a run of its own
+ * (another message's middle packets) is left to that run.
+ */
+static int gso_run(const struct srdma_net_msg *m, const size_t *len, int j,
+		   int n)
+{
+	size_t size = len[j], total = size;
+	int c = 1;
+
+	while (j + c < n && c < SRDMA_WIRE_GSO_SEGS) {
+		const struct srdma_net_msg *x = &m[j + c];
+		size_t l = len[j + c];
+
+		if (l > size || total + l > GSO_BYTES ||
+		    x->path->sport != SRDMA_NET_SPORT ||
+		    !same_path(x->path, m[j].path))
+			break;
+		if (l < size) {
+			if (j + c + 1 < n && len[j + c + 1] == l &&
+			    same_path(m[j + c + 1].path, x->path))
+				break;
+			c++;
+			break;
+		}
+		total += l;
+		c++;
+	}
+	return c;
+}
+
+/*
+ * Append datagram @x (@len bytes) to @iov as segment @id of a GSO send:
+ * the same bytes, but for IPv4 segments after the first, whose ICRC
+ * trailer is replaced by @trailer, patched for the identification @id
+ * the kernel will give the segment (wire.h). Return: iovecs used.
+ */
+static int seg_iov(const struct srdma_net_msg *x, size_t len, uint16_t id,
+		   bool v4, struct iovec *iov, uint8_t trailer[4])
+{
+	size_t keep = len - SRDMA_ICRC_BYTES, off = 0, take;
+	uint32_t icrc = 0;
+	int i, k = 0, b;
+
+	if (!id || !v4) {
+		memcpy(iov, x->iov, (size_t)x->n * sizeof(*iov));
+		return x->n;
+	}
+	for (i = 0; i < x->n; i++) {
+		const uint8_t *p = x->iov[i].iov_base;
+		size_t l = x->iov[i].iov_len;
+
+		take = off < keep ? keep - off : 0;
+		if (take > l)
+			take = l;
+		if (take) {
+			iov[k].iov_base = (void *)p;
+			iov[k++].iov_len = take;
+		}
+		/* The trailer's bytes, wherever they lie. */
+		for (b = (int)take; b < (int)l; b++)
+			icrc |= (uint32_t)p[b] << (8 * (off + (size_t)b - keep));
+		off += l;
+	}
+	srdma_wire_put_icrc(trailer, icrc ^ srdma_wire_icrc_id_delta(len, id));
+	iov[k].iov_base = trailer;
+	iov[k++].iov_len = SRDMA_ICRC_BYTES;
+	return k;
+}
+
+/* A GSO send of @mh refused for a reason of its own (not the packets'):
+ * no UDP_SEGMENT, no checksum offload on the path, ... */
+static bool gso_refusal(int err)
+{
+	return err == EIO || err == EINVAL || err == ENOPROTOOPT ||
+	       err == EOPNOTSUPP;
+}
+
+/*
+ * Send @m[0..n) for real: consecutive datagrams that can go as one UDP
+ * GSO send do (gso_run), the others one by one, all of a round in one
+ * sendmmsg. Return: how many went, or -errno if none.
+ */
 static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 		    int n)
 {
-	struct mmsghdr mm[RX_BATCH];
-	struct sockaddr_in6 to[RX_BATCH];
+	struct mmsghdr mm[TX_UNITS];
+	struct sockaddr_in6 to[TX_UNITS];
 	union {
-		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) +
+			 CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
-	} cb[RX_BATCH];
-	int done = 0, k, i, r, tries = 0;
+	} cb[TX_UNITS];
+	struct iovec iov[TX_IOV];
+	uint8_t trailer[TX_SEGS][SRDMA_ICRC_BYTES];
+	struct {
+		const struct iovec *iov;
+		int n;
+		uint16_t id;
+	} seg[TX_SEGS];
+	size_t len[TX_SEGS];
+	int units[TX_UNITS];		/* segments of each */
+	int done = 0, k, i, j, r, tries = 0, refused = 0, nseg, niov;
+	const struct srdma_net_msg *mr;
+	bool gso;
 
 	while (done < n) {
-		k = n - done < RX_BATCH ? n - done : RX_BATCH;
-		for (i = 0; i < k; i++) {
-			const struct srdma_net_msg *x = &m[done + i];
-
-			if (x->path->sport != SRDMA_NET_SPORT) {
+		gso = !refused && atomic_load_explicit(&ep->gso,
+						       memory_order_relaxed);
+		/* This round: up to TX_SEGS datagrams. */
+		nseg = n - done < TX_SEGS ? n - done : TX_SEGS;
+		for (i = 0; i < nseg; i++) {
+			if (m[done + i].path->sport != SRDMA_NET_SPORT) {
 				srdma_dbg("lid %u: source port %u is not ours (%u): the ICRC would be wrong",
-					  ep->id.lid, x->path->sport,
+					  ep->id.lid, m[done + i].path->sport,
 					  SRDMA_NET_SPORT);
-				k = i;
+				nseg = i;
 				break;
 			}
-			fill_msg(ep, &mm[i].msg_hdr, &to[i], cb[i].buf,
-				 sizeof(cb[i].buf), x->path, x->iov, x->n);
+			len[i] = msg_len(&m[done + i]);
 		}
-		if (!k)
+		if (!nseg)
 			return done ? done : -EINVAL;
-		r = sendmmsg(ep->udp, mm, (unsigned int)k, MSG_DONTWAIT);
+		mr = m + done;
+		for (k = 0, j = 0, niov = 0; k < TX_UNITS && j < nseg; k++) {
+			int c = gso ? gso_run(mr, len, j, nseg) : 1, need = 0;
+			bool v4 = srdma_gid_is_v4(mr[j].path->sip);
+			struct cmsghdr *cm;
+
+			for (i = 0; i < c; i++)
+				need += mr[j + i].n + 1;
+			if (c > 1 && niov + need > TX_IOV) {
+				if (k)
+					break;
+				c = 1;
+			}
+			if (c == 1) {
+				/* One datagram, sent from its own iovecs. */
+				fill_msg(ep, &mm[k].msg_hdr, &to[k], cb[k].buf,
+					 CMSG_SPACE(sizeof(struct in6_pktinfo)),
+					 mr[j].path, mr[j].iov, mr[j].n);
+				seg[j].iov = mr[j].iov;
+				seg[j].n = mr[j].n;
+				seg[j].id = 0;
+				units[k] = 1;
+				j++;
+				continue;
+			}
+			for (i = 0; i < c; i++) {
+				seg[j + i].iov = iov + niov;
+				seg[j + i].id = v4 ? (uint16_t)i : 0;
+				seg[j + i].n = seg_iov(&mr[j + i], len[j + i],
+						       (uint16_t)i, v4,
+						       iov + niov,
+						       trailer[j + i]);
+				niov += seg[j + i].n;
+			}
+			fill_msg(ep, &mm[k].msg_hdr, &to[k], cb[k].buf,
+				 sizeof(cb[k].buf), mr[j].path, seg[j].iov,
+				 (int)(iov + niov - seg[j].iov));
+			cm = CMSG_NXTHDR(&mm[k].msg_hdr,
+					 CMSG_FIRSTHDR(&mm[k].msg_hdr));
+			cm->cmsg_level = SOL_UDP;
+			cm->cmsg_type = UDP_SEGMENT;
+			cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			{
+				uint16_t gs = (uint16_t)len[j];
+
+				memcpy(CMSG_DATA(cm), &gs, sizeof(gs));
+			}
+			units[k] = c;
+			j += c;
+		}
+		if (units[0] > 1 && atomic_load_explicit(&srdma_net_gso_refuse,
+							 memory_order_relaxed)) {
+			/* Tests: the kernel refusing UDP_SEGMENT. */
+			r = -1;
+			errno = atomic_load_explicit(&srdma_net_gso_refuse,
+						     memory_order_relaxed);
+		} else {
+			r = sendmmsg(ep->udp, mm, (unsigned int)k,
+				     MSG_DONTWAIT);
+		}
 		if (r > 0) {
-			uint64_t bytes = 0;
+			uint64_t bytes = 0, gsegs = 0;
+			int s = 0;
 
 			for (i = 0; i < r; i++) {
 				bytes += mm[i].msg_len;
-				if (ep->pcap)
-					srdma_pcap_write(ep->pcap,
-							 m[done + i].path,
-							 m[done + i].iov,
-							 m[done + i].n);
+				if (units[i] > 1)
+					gsegs += (uint64_t)units[i];
+				for (j = 0; j < units[i]; j++, s++)
+					if (ep->pcap)
+						srdma_pcap_write_id(
+							ep->pcap, mr[s].path,
+							seg[s].id, seg[s].iov,
+							seg[s].n);
 			}
-			cnt(&ep->st.tx_dgrams, (uint64_t)r);
+			cnt(&ep->st.tx_dgrams, (uint64_t)s);
 			cnt(&ep->st.tx_bytes, bytes);
-			done += r;
+			cnt(&ep->st.tx_gso_segs, gsegs);
+			if (refused && atomic_exchange(&ep->gso, false))
+				/* Sent one by one what GSO could not: the
+				 * refusal was GSO's. */
+				srdma_info("lid %u: the kernel refuses UDP GSO (%s): sending one datagram per packet",
+					   ep->id.lid, strerror(refused));
+			refused = 0;
+			done += s;
+			continue;
+		}
+		if (r < 0 && units[0] > 1 && gso_refusal(errno)) {
+			/* Again one by one; GSO is off if that goes. */
+			refused = errno;
 			continue;
 		}
 		if (r < 0 && (errno == EAGAIN || errno == ENOBUFS) &&
@@ -1049,27 +1457,115 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
 
 /* ---- progress from the application, kicks, stats ---------------------------- */
 
+/* Does the UDP socket hold a datagram? One system call, no lock. */
+static bool rx_pending(struct srdma_net_ctx *ep)
+{
+	struct pollfd pfd = { .fd = ep->udp, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) > 0;
+}
+
 int srdma_net_progress(struct srdma_context *ctx, int budget)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t now, ack;
 	int n;
 
 	if (!ep || budget <= 0 || !ep->poll_inline)
 		return 0;
-	if (pthread_mutex_trylock(&ep->drain_lock))
-		return 0;
-	n = drain(ep, budget, false);
-	pthread_mutex_unlock(&ep->drain_lock);
-	cnt(&ep->st.inline_rx, (uint64_t)n);
-	if (ep->fault && n)
-		fault_tick(ep);
+	now = srdma_net_now_ns();
+	/* Poll mode: the thread keeps off the socket until poll_ns after
+	 * the last of these calls (one store; the thread reads it when it
+	 * wakes). */
+	if (ep->poll_ns)
+		atomic_store_explicit(&ep->poll_until, now + ep->poll_ns,
+				      memory_order_relaxed);
+	/* Look before taking drain_lock: a polling application that held
+	 * it around every empty recvmmsg was often preempted holding it,
+	 * and its progress thread, woken for a datagram, then waited for
+	 * the application to be scheduled again (hundreds of ms on a
+	 * loaded machine, past a peer's retry budget). */
+	n = 0;
+	if (rx_pending(ep)) {
+		if (pthread_mutex_trylock(&ep->drain_lock))
+			return 0;
+		n = drain(ep, budget, false);
+		pthread_mutex_unlock(&ep->drain_lock);
+	}
+	if (n) {
+		/* (An empty poll writes no shared counter.) */
+		cnt(&ep->st.inline_rx, (uint64_t)n);
+		if (ep->fault)
+			fault_tick(ep);
+		now = srdma_net_now_ns();
+	}
 	/* Timers are the thread's, unless it is late. */
-	if (atomic_load_explicit(&ep->sleep_until, memory_order_relaxed) <
-	    srdma_net_now_ns() && !pthread_mutex_trylock(&ep->timer_lock)) {
-		run_timers(ep, srdma_net_now_ns());
+	ack = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
+	if ((atomic_load_explicit(&ep->sleep_until, memory_order_relaxed) <
+	     now || (ack && ack <= now)) &&
+	    !pthread_mutex_trylock(&ep->timer_lock)) {
+		run_timers(ep, now, NULL);
 		pthread_mutex_unlock(&ep->timer_lock);
 	}
 	return n;
+}
+
+void srdma_net_poll_end(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t one = 1, now;
+
+	if (!ep)
+		return;
+	/* The application uses events: no held ACKs for a while. */
+	now = srdma_net_now_ns();
+	if (atomic_load_explicit(&ep->event_ns, memory_order_relaxed) + 1000000u <
+	    now)
+		atomic_store_explicit(&ep->event_ns, now,
+				      memory_order_relaxed);
+	if (!ep->poll_ns ||
+	    !atomic_load_explicit(&ep->poll_until, memory_order_relaxed))
+		return;
+	atomic_store(&ep->poll_until, 0);
+	/* See poll_mode(): the thread sees the 0, or we see udp_off. */
+	if (atomic_load(&ep->udp_off) &&
+	    write(ep->evfd, &one, sizeof(one)) < 0)
+		srdma_dbg("eventfd: %s", strerror(errno));
+}
+
+bool (*srdma_net_app_waits_hook)(struct srdma_context *ctx);
+
+bool srdma_net_app_waits(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t t;
+
+	if (srdma_net_app_waits_hook)
+		return srdma_net_app_waits_hook(ctx);
+	if (!ep)
+		return false;
+	t = atomic_load_explicit(&ep->event_ns, memory_order_relaxed);
+	return t && srdma_net_now_ns() - t < APP_WAITS_NS;
+}
+
+void srdma_net_ack_armed(struct srdma_context *ctx, uint64_t due_ns)
+{
+	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t cur;
+
+	if (!ep)
+		return;
+	cur = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
+	while ((!cur || due_ns < cur) &&
+	       !atomic_compare_exchange_weak(&ep->ack_due, &cur, due_ns))
+		;
+	/* The thread's own responder: its next scan sees the deadline. An
+	 * application in poll mode: its next polls run the scan, and the
+	 * thread wakes at the end of poll mode. Else wake the thread. */
+	if (pthread_equal(pthread_self(), ep->thread) ||
+	    atomic_load_explicit(&ep->udp_off, memory_order_relaxed))
+		return;
+	srdma_net_kick(ctx, due_ns);
 }
 
 void srdma_net_kick(struct srdma_context *ctx, uint64_t deadline_ns)

@@ -347,6 +347,17 @@ int srdma_gid_table_build(struct srdma_gid_table *t, uint32_t lid,
 	return 0;
 }
 
+int srdma_gid_table_build_eth(struct srdma_gid_table *t)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	ret = table_build_eth(t);
+	if (ret)
+		memset(t, 0, sizeof(*t));
+	return ret;
+}
+
 int srdma_gid_find(const struct srdma_gid_table *t, const union ibv_gid *gid)
 {
 	uint32_t k;

@@ -46,6 +46,13 @@ bool srdma_link_is_eth(void);
 int srdma_gid_table_build(struct srdma_gid_table *t, uint32_t lid,
 			  uint64_t guid);
 
+/**
+ * srdma_gid_table_build_eth() - fill @t as an Ethernet port's table would
+ * be, whatever the link layer (the sysfs tree names a port's interfaces
+ * from it in either mode). Return: 0, or -errno (-ENODEV: no interface).
+ */
+int srdma_gid_table_build_eth(struct srdma_gid_table *t);
+
 /* Index of @gid in @t, or -1. */
 int srdma_gid_find(const struct srdma_gid_table *t, const union ibv_gid *gid);
 

@@ -35,6 +35,9 @@ static uint8_t crc_untop[256]; /* immutable after crc_once */
  * log2(tail) matrix products instead of tail table lookups. */
 #define UNZERO_LEVELS 17
 static uint32_t unzero[UNZERO_LEVELS][32]; /* immutable after crc_once */
+/* zero[k]: 2^k steps forward over zero bytes, the inverse of unzero[k]
+ * (srdma_icrc_ipv4_id_delta). */
+static uint32_t zero[UNZERO_LEVELS][32]; /* immutable after crc_once */
 static bool crc_clmul; /* immutable after crc_once: use crc_fold */
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
@@ -88,6 +91,12 @@ static void crc_table_init(void)
 		for (i = 0; i < 32; i++)
 			unzero[k][i] =
 				gf2_apply(unzero[k - 1], unzero[k - 1][i]);
+	/* One zero step forward is linear too. */
+	for (i = 0; i < 32; i++)
+		zero[0][i] = crc_table[0][(1u << i) & 0xff] ^ ((1u << i) >> 8);
+	for (k = 1; k < UNZERO_LEVELS; k++)
+		for (i = 0; i < 32; i++)
+			zero[k][i] = gf2_apply(zero[k - 1], zero[k - 1][i]);
 }
 
 #if defined(__x86_64__)
@@ -361,4 +370,28 @@ bool srdma_icrc_ipv4_explain(uint32_t got, uint32_t want, size_t tail,
 	*id = (uint16_t)(b[0] << 8 | b[1]);
 	*df = !(b[2] & 0x40);
 	return true;
+}
+
+/*
+ * The other direction: the register difference that a change of the
+ * identification from 0 to @id makes, G(delta) stepped forward over
+ * @tail zero bytes with the zero[] matrices (log2(tail) products).
+ */
+uint32_t srdma_icrc_ipv4_id_delta(uint16_t id, size_t tail)
+{
+	const uint8_t b[3] = { (uint8_t)(id >> 8), (uint8_t)id, 0 };
+	uint32_t reg = 0;
+	int k;
+
+	pthread_once(&crc_once, crc_table_init);
+	for (k = 0; k < 3; k++)
+		reg = crc_table[0][(reg ^ b[k]) & 0xff] ^ (reg >> 8);
+	for (k = 0; tail && k < UNZERO_LEVELS; k++, tail >>= 1)
+		if (tail & 1)
+			reg = gf2_apply(zero[k], reg);
+	for (; tail; tail--) {
+		reg = gf2_apply(zero[UNZERO_LEVELS - 1], reg);
+		reg = gf2_apply(zero[UNZERO_LEVELS - 1], reg);
+	}
+	return reg;
 }

@@ -87,4 +87,16 @@ uint32_t srdma_icrc_iov(const uint8_t *ip,
 bool srdma_icrc_ipv4_explain(uint32_t got, uint32_t want, size_t tail,
 			     uint16_t *id, bool *df);
 
+/**
+ * srdma_icrc_ipv4_id_delta() - what changes in an IPv4 packet's ICRC when
+ * its IP identification is @id instead of 0 (DF and the rest unchanged):
+ * the ICRC with @id is the ICRC with 0 XOR the return value. The inverse
+ * of srdma_icrc_ipv4_explain(), for a sender that knows the
+ * identification the kernel will give (UDP GSO numbers segments 0, 1,
+ * 2, ...).
+ * @tail: as for srdma_icrc_ipv4_explain(), bytes after IPv4 byte 6
+ * Return: the XOR mask (0 for @id 0). Context: any thread.
+ */
+uint32_t srdma_icrc_ipv4_id_delta(uint16_t id, size_t tail);
+
 #endif

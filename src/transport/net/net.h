@@ -89,6 +89,10 @@ struct srdma_net_qp_stats {
 	 * and resp.c keep them current. */
 	_Atomic uint32_t sq_psn, rq_psn;
 	_Atomic uint32_t flags;		/* SRDMA_NET_ST_* (qp_net.c) */
+	/* Delayed ACKs (resp.c): ACKs held back, and of those, the ones
+	 * that left right after one of our requests (the rest: timer,
+	 * another answer, error or destroy). */
+	_Atomic uint64_t acks_delayed, acks_piggybacked;
 };
 
 /* srdma_net_qp_stats.flags */
@@ -122,6 +126,19 @@ struct srdma_net_qp {
 	 * req.c, read by the endpoint's timer scan. CLOCK_MONOTONIC ns
 	 * (srdma_net_now_ns); lowering it: call srdma_net_kick(). */
 	_Atomic uint64_t deadline_ns;
+	/*
+	 * Delayed ACK (net-responder.md, "ACK timing"). ack_pending: the
+	 * ACK the responder holds back, 0 for none, else
+	 * SRDMA_NET_ACK_HELD | MSN << 24 | PSN; stored under resp_lock,
+	 * taken with an atomic exchange by whoever sends it
+	 * (srdma_netresp_ack_take). ack_due_ns: when it must leave at the
+	 * latest (endpoint timer scan), 0 for none. req_tx_ns: when the
+	 * requester last sent a request (req.c), which is what makes an
+	 * ACK worth holding: a reply is likely to follow.
+	 */
+	_Atomic uint64_t ack_pending;
+	_Atomic uint64_t ack_due_ns;
+	_Atomic uint64_t req_tx_ns;
 	struct srdma_net_qp_stats *st;	/* immutable pointer, never NULL
 					 * after srdma_net_qp_create() */
 	bool registered;		/* sq_lock: srdma_net_qp_register()
@@ -176,7 +193,8 @@ static inline uint64_t srdma_net_now_ns(void)
 
 /* Counters of one endpoint (relaxed), for tests and `srdma status`. */
 struct srdma_net_ep_stats {
-	_Atomic uint64_t rx_dgrams;	/* received on the UDP socket */
+	_Atomic uint64_t rx_dgrams;	/* received on the UDP socket (the
+					 * packets of a GRO datagram each) */
 	_Atomic uint64_t rx_local;	/* for our LID, handled here (direct
 					 * or forwarded to us) */
 	_Atomic uint64_t fwd_out;	/* forwarded to another context */
@@ -188,6 +206,15 @@ struct srdma_net_ep_stats {
 	/* IPv4 ICRCs right only for another IP identification or DF
 	 * (SRDMA_NET_ICRC=lenient; wire.h srdma_wire_icrc_verify) */
 	_Atomic uint64_t icrc_other_id;
+	/* UDP GSO (docs/design/net-endpoint.md, "Speed"): datagrams sent as
+	 * segments of a GSO send (tx_dgrams counts them too) */
+	_Atomic uint64_t tx_gso_segs;
+	/* UDP GRO: packets that arrived as segments of a GRO datagram
+	 * after its first (rx_dgrams counts every packet) */
+	_Atomic uint64_t rx_gro_segs;
+	/* the progress thread left the UDP socket to a polling application
+	 * (poll mode, srdma_net_progress) */
+	_Atomic uint64_t poll_handoffs;
 };
 
 /* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
@@ -203,8 +230,14 @@ struct srdma_net_msg {
 
 /**
  * srdma_net_send_batch() - srdma_net_send() for @n datagrams in as few
- * system calls as possible (sendmmsg). Return: how many were sent (the
- * first ones), or -errno if none was. Context: any thread.
+ * system calls as possible (sendmmsg), consecutive datagrams of one path
+ * and one length (the last may be shorter) as one UDP GSO send
+ * (SRDMA_NET_GSO=0: never). Each keeps its own ICRC trailer, except an
+ * IPv4 one that goes as segment i > 0 of a GSO send: the kernel gives it
+ * identification i, and the endpoint sends a trailer patched for it
+ * (srdma_wire_icrc_id_delta; the caller's buffers are not written).
+ * Return: how many were sent (the first ones), or -errno if none was.
+ * Context: any thread.
  */
 int srdma_net_send_batch(struct srdma_context *ctx,
 			 const struct srdma_net_msg *m, int n);
@@ -219,6 +252,10 @@ extern void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
 /* Tests only: when set, the timer scan calls this instead of
  * srdma_netreq_timer(). */
 extern uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
+/* Tests only: when non-zero, every UDP GSO send fails with this errno
+ * before reaching the kernel, as on a kernel or path that refuses
+ * UDP_SEGMENT (the endpoint then sends one datagram per packet). */
+extern _Atomic int srdma_net_gso_refuse;
 
 /**
  * srdma_net_ctx_get() - the context's endpoint, opened on first use:
@@ -250,11 +287,42 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
  * context's sockets, up to @budget datagrams, and run expired timers,
  * without blocking: a polling application's ibv_poll_cq calls this so a
  * packet need not wait for the progress thread to wake. Only one thread
- * drains at a time; the others return at once. SRDMA_NET_INLINE=0 makes
- * it return 0 at once (all receiving is the progress thread's).
+ * drains at a time; the others return at once. With nothing queued on
+ * the UDP socket it takes no lock (one poll(2)): an idle polling thread
+ * preempted here does not hold up the progress thread. SRDMA_NET_INLINE=0
+ * makes it return 0 at once (all receiving is the progress thread's).
  * Return: datagrams handled.
  */
 int srdma_net_progress(struct srdma_context *ctx, int budget);
+
+/**
+ * srdma_net_poll_end() - the application is about to block (arms a CQ
+ * for events, waits for one): end poll mode at once, so the progress
+ * thread receives again, and wake it if it had left the socket to the
+ * application. Cheap when poll mode is off.
+ * Context: any application thread, no lock held.
+ */
+void srdma_net_poll_end(struct srdma_context *ctx);
+
+/**
+ * srdma_net_app_waits() - has the application of @ctx waited for
+ * completion events lately (ibv_req_notify_cq or ibv_get_cq_event within
+ * the last 100 ms)? The responder then holds no ACK back: an application
+ * that waits for events gets its peer's ACK before the peer's reply, as
+ * from a NIC (perftest -e relies on it). A test without an endpoint
+ * answers through srdma_net_app_waits_hook (NULL: false).
+ */
+bool srdma_net_app_waits(struct srdma_context *ctx);
+extern bool (*srdma_net_app_waits_hook)(struct srdma_context *ctx);
+
+/**
+ * srdma_net_ack_armed() - the responder of a QP of @ctx holds an ACK
+ * back until @due_ns (nq->ack_due_ns): the inline path runs the timer
+ * scan from then on; the progress thread is kicked only if it neither
+ * runs the responder itself nor has left the socket to a polling
+ * application (then it wakes at the end of poll mode anyway).
+ */
+void srdma_net_ack_armed(struct srdma_context *ctx, uint64_t due_ns);
 
 /* Wake the progress thread: a timer earlier than the one it sleeps on was
  * armed (deadline_ns lowered). Cheap when nothing changes. */
@@ -320,6 +388,34 @@ struct srdma_netreq *srdma_netreq_new(struct srdma_net_qp *nq);
 void srdma_netreq_free(struct srdma_netreq *r);
 /* RTS: initial send PSN; RESET: forget everything. sq_lock held. */
 void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn);
+
+#define SRDMA_NET_ACK_HELD (1ull << 63)
+/* An ACK packet: BTH, AETH, ICRC. */
+#define SRDMA_NET_ACK_LEN 20u
+
+/**
+ * srdma_netresp_ack_take() - take @nq's held ACK, if any, and build it
+ * into @buf (SRDMA_NET_ACK_LEN bytes, ICRC included) for the caller to
+ * send: the requester puts it right after its requests, in the same
+ * batch. Counted in @nq's tx_pkts/tx_bytes here.
+ * Return: the packet's length, 0 if no ACK was held.
+ * Context: sq_lock or resp_lock held (the path is stable), or neither
+ * when the QP is connected for good (timer, error, destroy).
+ */
+uint32_t srdma_netresp_ack_take(struct srdma_net_qp *nq, uint8_t *buf);
+/**
+ * srdma_netresp_ack_flush() - send @nq's held ACK now, if any (its timer
+ * ran out; the QP goes to ERR or away). Return: true if one was sent.
+ * Context: any; takes no lock.
+ */
+bool srdma_netresp_ack_flush(struct srdma_net_qp *nq);
+/**
+ * srdma_netresp_ack_timer() - send @nq's held ACK if its deadline
+ * (nq->ack_due_ns) is at or before @now.
+ * Return: the deadline still to wait for, 0 for none.
+ * Context: the endpoint's timer scan (or a test), no lock held.
+ */
+uint64_t srdma_netresp_ack_timer(struct srdma_net_qp *nq, uint64_t now);
 
 /* Responder state of a QP, likewise; RTR sets the expected PSN. */
 struct srdma_netresp *srdma_netresp_new(struct srdma_net_qp *nq);

@@ -174,6 +174,12 @@ static void fake_mac(uint8_t mac[6], const uint8_t gid[16])
 void srdma_pcap_write(struct srdma_pcap *pc, const struct srdma_wire_path *p,
 		      const struct iovec *iov, int n)
 {
+	srdma_pcap_write_id(pc, p, 0, iov, n);
+}
+
+void srdma_pcap_write_id(struct srdma_pcap *pc, const struct srdma_wire_path *p,
+			 uint16_t ip_id, const struct iovec *iov, int n)
+{
 	uint8_t hdr[sizeof(struct pcap_rec) + ETH_HDR_BYTES +
 		    SRDMA_IPV6_HDR_BYTES + SRDMA_UDP_HDR_BYTES];
 	uint8_t *eth = hdr + sizeof(struct pcap_rec), *ip = eth + ETH_HDR_BYTES;
@@ -210,8 +216,11 @@ void srdma_pcap_write(struct srdma_pcap *pc, const struct srdma_wire_path *p,
 
 	iplen = srdma_wire_ip_udp(p, len, ip, ip + SRDMA_IPV6_HDR_BYTES);
 	udp = ip + iplen;
-	if (iplen != SRDMA_IPV6_HDR_BYTES) /* close the gap after IPv4 */
+	if (iplen != SRDMA_IPV6_HDR_BYTES) { /* close the gap after IPv4 */
 		memmove(udp, ip + SRDMA_IPV6_HDR_BYTES, SRDMA_UDP_HDR_BYTES);
+		if (ip_id)
+			srdma_wire_ipv4_set_id(ip, ip_id);
+	}
 	sum = udp_csum(ip, udp, iov, n);
 	udp[6] = (uint8_t)(sum >> 8);
 	udp[7] = (uint8_t)sum;

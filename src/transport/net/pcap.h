@@ -7,7 +7,8 @@
  * We never see the Ethernet, IP or UDP headers of our datagrams (a UDP
  * socket hides them), so each record gets synthesized ones: made-up
  * locally administered MACs derived from the IP addresses, the IP header
- * the kernel sends for us (srdma_wire_ip_udp(): IPv4 ID 0, DF, TTL 64,
+ * the kernel sends for us (srdma_wire_ip_udp(): IPv4 ID 0, or a GSO
+ * segment's own (srdma_pcap_write_id), DF, TTL 64,
  * a valid header checksum; IPv6 hop limit 64), and a UDP header with a
  * valid checksum for both IP versions (what the kernel sends by default;
  * a received datagram's real checksum is unknown, so it is recomputed).
@@ -55,6 +56,15 @@ struct srdma_pcap *srdma_pcap_open(const char *path);
  */
 void srdma_pcap_write(struct srdma_pcap *pc, const struct srdma_wire_path *p,
 		      const struct iovec *iov, int n);
+
+/**
+ * srdma_pcap_write_id() - srdma_pcap_write() of an IPv4 datagram that
+ * left (or arrived) with IP identification @ip_id rather than 0: a
+ * segment of a UDP GSO send (docs/design/net-endpoint.md). Ignored for
+ * IPv6. Context: any thread.
+ */
+void srdma_pcap_write_id(struct srdma_pcap *pc, const struct srdma_wire_path *p,
+			 uint16_t ip_id, const struct iovec *iov, int n);
 
 /* Close and free @pc (NULL is a no-op). No write may be running. */
 void srdma_pcap_close(struct srdma_pcap *pc);

@@ -105,6 +105,9 @@ void srdma_net_qp_destroy(struct srdma_qp *qp)
 		srdma_net_qp_unregister(nq);
 	nq->registered = false;
 	pthread_mutex_lock(&qp->sq_lock);
+	/* An ACK held back for the peer still leaves (net-responder.md). */
+	if (nq->connected)
+		srdma_netresp_ack_flush(nq);
 	srdma_netreq_flush_locked(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 	srdma_netreq_free(nq->req);
@@ -255,6 +258,9 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
 		return 0;
 	}
 	if (next == IBV_QPS_ERR && (mask & IBV_QP_STATE)) {
+		/* What we executed is acknowledged before we fall silent. */
+		if (nq->connected)
+			srdma_netresp_ack_flush(nq);
 		srdma_netreq_flush_locked(qp);
 		return 0;
 	}

@@ -153,6 +153,8 @@ struct srdma_netreq {
 	uint64_t rnr_ns;		/* RNR wait deadline, 0: none */
 	/* transmit batch */
 	uint8_t *txbuf;			/* NR_BATCH * NR_PKT_MAX */
+	uint8_t ackbuf[SRDMA_NET_ACK_LEN]; /* the peer's held ACK, sent
+					 * behind our batch (nr_tx_flush) */
 	uint32_t txlen[NR_BATCH];
 	const struct srdma_wire_path *txpath[NR_BATCH];
 	uint32_t ntx;
@@ -349,10 +351,14 @@ static int sge_copyv(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 		ret = -EACCES;
 		goto out;
 	}
+	/* Our own pid, without a getpid() system call per message (the
+	 * context's owner: an inherited context is never used). */
 	if (to_sge)
-		got = process_vm_writev(getpid(), liov, nl, riov, n, 0);
+		got = process_vm_writev(r->nq->ctx->host.pid, liov, nl, riov,
+					n, 0);
 	else
-		got = process_vm_readv(getpid(), liov, nl, riov, n, 0);
+		got = process_vm_readv(r->nq->ctx->host.pid, liov, nl, riov,
+				       n, 0);
 	if (got != (ssize_t)want) {
 		srdma_dbg("QP %#x wr_id %#llx: local memory not %s",
 			  qpn(r), (unsigned long long)w->wr_id,
@@ -495,10 +501,10 @@ static void flush_all(struct srdma_netreq *r)
 static void nr_tx_flush(struct srdma_netreq *r)
 {
 	struct srdma_net_qp *nq = r->nq;
-	struct srdma_net_msg m[NR_BATCH];
-	struct iovec iov[NR_BATCH];
+	struct srdma_net_msg m[NR_BATCH + 1];
+	struct iovec iov[NR_BATCH + 1];
 	uint64_t bytes = 0;
-	uint32_t i;
+	uint32_t i, n;
 	int sent;
 
 	if (!r->ntx)
@@ -511,13 +517,32 @@ static void nr_tx_flush(struct srdma_netreq *r)
 		m[i].n = 1;
 		bytes += r->txlen[i];
 	}
+	n = r->ntx;
+	/* Requests of an RC QP: an ACK our responder holds back for the
+	 * peer rides right behind them (net-responder.md, "ACK timing"),
+	 * so the peer executes our request before it sees its completion. */
+	if (nq->connected && r->qp->type == IBV_QPT_RC) {
+		atomic_store_explicit(&nq->req_tx_ns, srdma_net_now_ns(),
+				      memory_order_relaxed);
+		iov[n].iov_len = srdma_netresp_ack_take(nq, r->ackbuf);
+		if (iov[n].iov_len) {
+			iov[n].iov_base = r->ackbuf;
+			m[n].path = &nq->path;
+			m[n].iov = &iov[n];
+			m[n].n = 1;
+			n++;
+			count(&nq->st->acks_piggybacked, 1);
+		}
+	}
 	if (srdma_netreq_tx_hook) {
-		for (i = 0, sent = 0; i < r->ntx; i++)
+		for (i = 0, sent = 0; i < n; i++)
 			if (!srdma_netreq_tx_hook(nq, m[i].path, m[i].iov, 1))
 				sent++;
 	} else {
-		sent = srdma_net_send_batch(nq->ctx, m, (int)r->ntx);
+		sent = srdma_net_send_batch(nq->ctx, m, (int)n);
 	}
+	if (sent > (int)r->ntx)
+		sent = (int)r->ntx;	/* the ACK is counted by resp.c */
 	if (sent != (int)r->ntx)
 		srdma_dbg("QP %#x: %d of %u packets not sent (%d), left to recovery",
 			  qpn(r), (int)r->ntx - (sent > 0 ? sent : 0), r->ntx,

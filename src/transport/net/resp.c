@@ -22,7 +22,8 @@
  *     an atomic returns the value saved when it ran, never running twice).
  *   - Resources: a ring of max_dest_rd_atomic entries (rounded up to a
  *     power of two, at least one), reused oldest first.
- *   - ACK when the packet asks (AckReq), cumulative; atomics always get
+ *   - ACK when the packet asks (AckReq), cumulative, sent before the
+ *     message's receive CQE is posted (cqe_release); atomics always get
  *     their ATOMIC_ACK, READs their responses; errors move the QP to
  *     ERR (async event posted) and THEN send a NAK carrying the failing
  *     packet's PSN (invalid request 0x61, remote access 0x62, remote
@@ -56,6 +57,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/qp_state.h"
 #include "engine/responder.h"
 #include "transport/net/gid.h"
 #include "transport/net/net.h"
@@ -63,6 +65,14 @@
 
 #define GRH_BYTES 40u
 #define MAX_MTU 4096u
+/* Delayed ACKs (net-responder.md, "ACK timing"). */
+#define ACK_DELAY_US_DEFAULT 20u	/* SRDMA_NET_ACK_DELAY_US */
+#define ACK_DELAY_US_MAX 1000u
+/* Our requester sent a request this recently: a reply may follow. */
+#define ACK_RECENT_NS 1000000ull
+/* A QP whose own ACK timeout is shorter never holds an ACK back: the
+ * peer's timeout is unknown, ours is the best guess at it. */
+#define ACK_MIN_RTO_NS 1000000ull
 
 int (*srdma_netresp_tx_hook)(struct srdma_net_qp *nq, const struct iovec *iov,
 			     int n);
@@ -123,6 +133,13 @@ struct srdma_netresp {
 	bool have_wqe;
 	bool consumed;			/* SRQ: consumed, CQE still owed */
 	struct srdma_rwqe wqe;
+	/* RC: the successful receive completion of the message that ended
+	 * with this packet, held back until the packet's ACK has left
+	 * (rc_input): see cqe_release() */
+	bool hold_cqe;			/* hold instead of posting */
+	bool cqe_held;			/* cqe below is owed for wqe */
+	bool cqe_solicited;
+	struct srdma_shm_cqe cqe;
 	/* READ and atomic resources */
 	struct rd_res res[SRDMA_MAX_RD_ATOM];
 	uint32_t res_mask;		/* entries - 1 */
@@ -206,6 +223,21 @@ static struct tx_slot *slot_next(struct srdma_netresp *r)
 	}
 	if (r->ntx == r->nslots)
 		tx_flush(r);
+	/* A held ACK leaves before anything else we answer (a NAK, a READ
+	 * response): in order, in the same batch. */
+	if (atomic_load_explicit(&r->nq->ack_pending, memory_order_relaxed)) {
+		struct tx_slot *sl = &r->slots[r->ntx];
+		uint32_t len = srdma_netresp_ack_take(r->nq, sl->data);
+
+		if (len) {
+			sl->iov[0].iov_base = sl->data;
+			sl->iov[0].iov_len = len;
+			sl->n = 1;
+			r->ntx++;
+			if (r->ntx == r->nslots)
+				tx_flush(r);
+		}
+	}
 	return &r->slots[r->ntx];
 }
 
@@ -293,6 +325,11 @@ static void send_ack(struct srdma_netresp *r, uint8_t syndrome, uint32_t psn)
 	a.syndrome = syndrome;
 	a.msn = r->msn;
 	switch (SRDMA_AETH_TYPE(syndrome)) {
+	case SRDMA_AETH_TYPE_ACK:
+		/* Cumulative: it covers an ACK held back (older PSN). */
+		atomic_store_explicit(&r->nq->ack_pending, 0,
+				      memory_order_relaxed);
+		break;
 	case SRDMA_AETH_TYPE_NAK:
 		atomic_fetch_add_explicit(&r->nq->st->naks_sent, 1,
 					  memory_order_relaxed);
@@ -411,16 +448,13 @@ static int wqe_take(struct srdma_netresp *r, struct srdma_target *t)
 	return 0;
 }
 
-/* Post @c for the WQE taken; consume it now if it still sits in the QP's
- * own receive queue. */
-static void wqe_complete(struct srdma_netresp *r, struct srdma_target *t,
-			 struct srdma_shm_cqe *c, bool solicited)
+/* Post @c for r->wqe; consume it now if it still sits in the QP's own
+ * receive queue. */
+static void wqe_post(struct srdma_netresp *r, struct srdma_target *t,
+		     struct srdma_shm_cqe *c, bool solicited)
 {
 	struct srdma_rq_hold h;
 
-	if (!r->have_wqe)
-		return;
-	r->have_wqe = false;
 	if (r->consumed) {
 		srdma_resp_recv_cqe(t, &r->wqe, c, solicited);
 		return;
@@ -434,6 +468,42 @@ static void wqe_complete(struct srdma_netresp *r, struct srdma_target *t,
 		return;
 	}
 	srdma_resp_rq_complete(&h, c, solicited);
+}
+
+/* Complete the WQE taken with @c: now, or (RC, success) once the ACK of
+ * the packet that ended the message has left (cqe_release). */
+static void wqe_complete(struct srdma_netresp *r, struct srdma_target *t,
+			 struct srdma_shm_cqe *c, bool solicited)
+{
+	if (!r->have_wqe)
+		return;
+	r->have_wqe = false;
+	if (r->hold_cqe && c->status == IBV_WC_SUCCESS) {
+		r->cqe = *c;
+		r->cqe_solicited = solicited;
+		r->cqe_held = true;
+		return;
+	}
+	wqe_post(r, t, c, solicited);
+}
+
+/*
+ * Post the completion wqe_complete() held back. rc_input calls it after
+ * the packet's ACK went to the socket: a NIC acknowledges a message long
+ * before its application can react to the receive completion, so a
+ * request the application posts in reaction (a ping-pong's answer) always
+ * reaches the peer after that ACK, and the peer's send completion comes
+ * before its receive completion. Posting first would let the answer
+ * overtake the ACK (the progress thread preempted by the application it
+ * just woke), and a peer that waits on one channel for both CQs (perftest
+ * -e) would take the receive event for its send's.
+ */
+static void cqe_release(struct srdma_netresp *r, struct srdma_target *t)
+{
+	if (!r->cqe_held)
+		return;
+	r->cqe_held = false;
+	wqe_post(r, t, &r->cqe, r->cqe_solicited);
 }
 
 /* A message failed with the WQE taken: complete it with @status. */
@@ -789,6 +859,151 @@ static enum verdict do_atomic(struct srdma_netresp *r, struct srdma_target *t,
 	return V_OK;
 }
 
+/* ---- delayed ACKs ------------------------------------------------------------- */
+
+static pthread_once_t ack_once = PTHREAD_ONCE_INIT;
+static uint64_t ack_delay_ns;		/* immutable after ack_once */
+
+static void ack_init(void)
+{
+	const char *v = getenv("SRDMA_NET_ACK_DELAY_US");
+	unsigned long us = ACK_DELAY_US_DEFAULT;
+	char *end;
+
+	if (v && *v) {
+		errno = 0;
+		us = strtoul(v, &end, 10);
+		if (errno || *end) {
+			srdma_warn("SRDMA_NET_ACK_DELAY_US=%s: not a number of microseconds, using %u",
+				   v, ACK_DELAY_US_DEFAULT);
+			us = ACK_DELAY_US_DEFAULT;
+		}
+		if (us > ACK_DELAY_US_MAX)
+			us = ACK_DELAY_US_MAX;
+	}
+	ack_delay_ns = (uint64_t)us * 1000u;
+}
+
+/*
+ * May the ACK of this packet (the last of an RC SEND or WRITE, executed,
+ * AckReq set) wait for a request of ours to ride behind? Only when a
+ * reply is likely (our requester sent a request lately: ping-pong
+ * traffic), when no timeout of the peer's is likely to be that short,
+ * and when our application does not wait for events.
+ */
+static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs)
+{
+	struct srdma_net_qp *nq = r->nq;
+	uint64_t sent, now;
+	uint8_t tmo;
+
+	pthread_once(&ack_once, ack_init);
+	if (!ack_delay_ns || !(hdrs & SRDMA_HDR_LAST))
+		return false;
+	sent = atomic_load_explicit(&nq->req_tx_ns, memory_order_relaxed);
+	if (!sent)
+		return false;
+	now = srdma_net_now_ns();
+	if (now - sent > ACK_RECENT_NS)
+		return false;
+	tmo = nq->qp->attr.timeout;
+	if (tmo && srdma_ack_timeout_ns(tmo) < ACK_MIN_RTO_NS)
+		return false;
+	/* Not when our application waits for events: its peer would see
+	 * our reply before its own send completion (the reply's event
+	 * first), which no NIC does in the common case and perftest -e does
+	 * not survive. */
+	return !srdma_net_app_waits(nq->ctx);
+}
+
+/* Hold the ACK of @psn back: our requester's next request takes it along
+ * (srdma_netresp_ack_take from req.c), or the timer sends it. A newer one
+ * replaces an older one (ACKs are cumulative) and keeps its deadline. */
+static void ack_hold(struct srdma_netresp *r, uint32_t psn)
+{
+	struct srdma_net_qp *nq = r->nq;
+	uint64_t w = SRDMA_NET_ACK_HELD | (uint64_t)(r->msn & 0xffffff) << 24 |
+		     (psn & 0xffffff);
+	uint64_t due;
+
+	atomic_fetch_add_explicit(&nq->st->acks_delayed, 1,
+				  memory_order_relaxed);
+	if (atomic_exchange(&nq->ack_pending, w))
+		return;
+	/* A fresh hold: a fresh deadline (see srdma_netresp_ack_timer). */
+	due = srdma_net_now_ns() + ack_delay_ns;
+	atomic_store(&nq->ack_due_ns, due);
+	srdma_net_ack_armed(nq->ctx, due);
+}
+
+uint32_t srdma_netresp_ack_take(struct srdma_net_qp *nq, uint8_t *buf)
+{
+	uint8_t b[SRDMA_MAX_IB_HDR + 4];
+	struct srdma_pkt a = { 0 };
+	struct iovec v;
+	uint32_t hl;
+	uint64_t w;
+
+	if (!atomic_load_explicit(&nq->ack_pending, memory_order_relaxed))
+		return 0;
+	w = atomic_exchange(&nq->ack_pending, 0);
+	if (!w)
+		return 0;
+	a.opcode = SRDMA_TR_RC | SRDMA_OP_ACK;
+	a.psn = (uint32_t)w & 0xffffff;
+	a.msn = (uint32_t)(w >> 24) & 0xffffff;
+	a.syndrome = SRDMA_AETH_ACK;
+	a.pkey = SRDMA_DEFAULT_PKEY;
+	a.dqpn = nq->dqpn & 0xffffff;
+	hl = srdma_wire_build(b, &a);
+	if (!hl || hl + 4 > SRDMA_NET_ACK_LEN)
+		return 0;
+	v.iov_base = b;
+	v.iov_len = hl;
+	srdma_wire_put_icrc(b + hl, srdma_wire_icrc(&nq->path, &v, 1));
+	memcpy(buf, b, hl + 4);
+	atomic_fetch_add_explicit(&nq->st->tx_pkts, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&nq->st->tx_bytes, hl + 4,
+				  memory_order_relaxed);
+	return hl + 4;
+}
+
+bool srdma_netresp_ack_flush(struct srdma_net_qp *nq)
+{
+	uint8_t b[SRDMA_NET_ACK_LEN];
+	struct iovec v = { b, 0 };
+
+	v.iov_len = srdma_netresp_ack_take(nq, b);
+	if (!v.iov_len)
+		return false;
+	if (srdma_netresp_tx_hook)
+		srdma_netresp_tx_hook(nq, &v, 1);
+	else
+		srdma_net_send(nq->ctx, &nq->path, &v, 1);
+	return true;
+}
+
+uint64_t srdma_netresp_ack_timer(struct srdma_net_qp *nq, uint64_t now)
+{
+	uint64_t due = atomic_load(&nq->ack_due_ns);
+
+	if (!due)
+		return 0;
+	if (due > now) {
+		if (atomic_load(&nq->ack_pending))
+			return due;
+		/* Taken by a request meanwhile: nothing to wait for. */
+		atomic_compare_exchange_strong(&nq->ack_due_ns, &due, 0);
+		return atomic_load(&nq->ack_due_ns);
+	}
+	/* Clear first: a hold after this sets a fresh deadline, or its ACK
+	 * is taken by the flush below. */
+	if (!atomic_compare_exchange_strong(&nq->ack_due_ns, &due, 0))
+		return due;	/* re-armed meanwhile: that deadline */
+	srdma_netresp_ack_flush(nq);
+	return 0;
+}
+
 /* ---- RC ------------------------------------------------------------------------ */
 
 /* A request before ePSN: answer it again from what we kept, never
@@ -888,9 +1103,13 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 		goto fail;
 	}
 	if (op_is_send(op)) {
+		r->hold_cqe = true;
 		v = do_send(r, t, pkt, hdrs, true, &event);
+		r->hold_cqe = false;
 	} else if (op_is_write(op)) {
+		r->hold_cqe = true;
 		v = do_write(r, t, pkt, hdrs, true, &event);
+		r->hold_cqe = false;
 	} else if (op == SRDMA_OP_READ_REQ) {
 		v = do_read(r, t, pkt, &event, &nak_psn);
 		if (v == V_OK)
@@ -923,11 +1142,17 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	r->ack_psn = r->epsn;
 	if (hdrs & SRDMA_HDR_LAST)
 		r->msn = (r->msn + 1) & 0xffffff;
-	if (pkt->ackreq)
-		send_ack(r, SRDMA_AETH_ACK, pkt->psn);
+	if (pkt->ackreq) {
+		if (ack_may_wait(r, hdrs))
+			ack_hold(r, pkt->psn);
+		else
+			send_ack(r, SRDMA_AETH_ACK, pkt->psn);
+	}
+	cqe_release(r, t);
 	return;
 
 fail:
+	cqe_release(r, t);	/* none held: only V_OK holds one */
 	/* A WQE consumed from an SRQ for this message goes back flushed;
 	 * one still in the QP's own queue is flushed with the queue. */
 	if (r->have_wqe && r->consumed)
@@ -1218,6 +1443,9 @@ void srdma_netresp_reset(struct srdma_net_qp *nq, uint32_t rq_psn)
 	}
 	memset(r, 0, offsetof(struct srdma_netresp, slots));
 	r->nq = nq;
+	/* A held ACK belongs to the old connection. */
+	atomic_store(&nq->ack_pending, 0);
+	atomic_store(&nq->ack_due_ns, 0);
 	set_epsn(r, rq_psn);
 	r->ack_psn = r->epsn;
 	/*

@@ -24,9 +24,12 @@
  * with SRDMA_NET_ICRC: lenient (default) accepts an IPv4 trailer that is
  * right for some IP identification and DF flag, as peers other than
  * softrdma pick their own (icrc.c srdma_icrc_ipv4_explain); strict only
- * identification 0 with DF; off checks nothing.
+ * DF with identification 0, or 1..63 (the segments of our own UDP GSO
+ * sends, whose ICRCs srdma_wire_icrc_id_delta patches); off checks
+ * nothing.
  *
- * Pure functions over immutable tables (the mode is read once): callable
+ * Pure functions over immutable tables (the mode is read once) and a
+ * per-thread cache of UDP GSO identification deltas (no lock): callable
  * from any thread.
  */
 #include <endian.h>
@@ -441,6 +444,65 @@ bool srdma_wire_icrc_check(const struct srdma_wire_path *path,
 	       SRDMA_ICRC_OK;
 }
 
+/*
+ * The deltas of identifications 0..SRDMA_WIRE_GSO_SEGS-1 for a few
+ * datagram lengths, per thread: a sender patches, and a receiver
+ * recognises, GSO segments of a handful of lengths (the middle packets
+ * of a message, its last), so each costs a table lookup instead of the
+ * matrix products of srdma_icrc_ipv4_id_delta / _explain.
+ */
+#define GSO_CACHE 4
+struct gso_deltas {
+	size_t len;			/* 0: empty */
+	uint32_t d[SRDMA_WIRE_GSO_SEGS];
+};
+static _Thread_local struct gso_deltas gso_cache[GSO_CACHE];
+
+/* Bytes the ICRC covers after IPv4 byte 6 for a @len-byte UDP payload:
+ * 13 of IP header, the UDP header, BTH through pad (not the ICRC). */
+static size_t id_tail(size_t len)
+{
+	return 13 + SRDMA_UDP_HDR_BYTES + len - SRDMA_ICRC_BYTES;
+}
+
+/* The deltas for @len, computed on a miss when @fill (else NULL). The
+ * delta is linear in the identification: one product chain per bit,
+ * the rest by XOR. */
+static const struct gso_deltas *gso_deltas(size_t len, bool fill)
+{
+	struct gso_deltas *c = &gso_cache[(len >> 2) % GSO_CACHE];
+	unsigned int i, low;
+
+	if (c->len == len)
+		return c;
+	if (!fill)
+		return NULL;
+	c->d[0] = 0;
+	for (i = 1; i < SRDMA_WIRE_GSO_SEGS; i++) {
+		low = i & -i;
+		c->d[i] = low == i ? srdma_icrc_ipv4_id_delta((uint16_t)i,
+							      id_tail(len)) :
+				     c->d[i - low] ^ c->d[low];
+	}
+	c->len = len;
+	return c;
+}
+
+/* The identification 1..SRDMA_WIRE_GSO_SEGS-1 whose delta is @x for a
+ * @len-byte datagram, or -1. */
+static int gso_id(uint32_t x, size_t len)
+{
+	const struct gso_deltas *c = gso_deltas(len, false);
+	int i;
+
+	if (!c)
+		return -1;
+	for (i = 1; i < SRDMA_WIRE_GSO_SEGS; i++)
+		if (c->d[i] == x)
+			return i;
+	return -1;
+}
+
 static enum srdma_icrc_mode icrc_mode; /* immutable after mode_once */
 static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
 
@@ -489,14 +551,76 @@ srdma_wire_icrc_verify(const struct srdma_wire_path *path, const uint8_t *buf,
 	want = srdma_wire_icrc(path, &iov, 1);
 	if (got == want)
 		return SRDMA_ICRC_OK;
-	if (mode != SRDMA_ICRC_LENIENT || !srdma_gid_is_v4(path->sip))
+	if (!srdma_gid_is_v4(path->sip))
 		return SRDMA_ICRC_BAD;
+	/* A segment of our own GSO sends (strict too: we send them): a
+	 * look-up for the lengths seen before in this thread. */
+	if (gso_id(got ^ want, len) > 0)
+		return SRDMA_ICRC_OK_GSO;
 	/* After IPv4 byte 6: 13 more bytes of IP, UDP, BTH through pad. */
 	if (!srdma_icrc_ipv4_explain(got, want,
 				     13 + SRDMA_UDP_HDR_BYTES + iov.iov_len,
 				     &id, &df))
 		return SRDMA_ICRC_BAD;
-	return SRDMA_ICRC_OK_ID;
+	/* A segment of our own GSO sends (strict too: we send them); the
+	 * next ones of this length are a look-up. */
+	if (df && id < SRDMA_WIRE_GSO_SEGS) {
+		gso_deltas(len, true);
+		return SRDMA_ICRC_OK_GSO;
+	}
+	return mode == SRDMA_ICRC_LENIENT ? SRDMA_ICRC_OK_ID : SRDMA_ICRC_BAD;
+}
+
+uint32_t srdma_wire_icrc_id_delta(size_t len, uint16_t id)
+{
+	if (len < SRDMA_BTH_BYTES + SRDMA_ICRC_BYTES)
+		return 0;
+	if (id < SRDMA_WIRE_GSO_SEGS)
+		return gso_deltas(len, true)->d[id];
+	return srdma_icrc_ipv4_id_delta(id, id_tail(len));
+}
+
+bool srdma_wire_icrc_ipv4_id(const struct srdma_wire_path *path,
+			     const uint8_t *buf, size_t len, uint16_t *id)
+{
+	struct iovec iov;
+	const uint8_t *t;
+	uint32_t got, want;
+	bool df;
+
+	if (len < SRDMA_BTH_BYTES + SRDMA_ICRC_BYTES ||
+	    !srdma_gid_is_v4(path->sip))
+		return false;
+	iov.iov_base = (void *)buf;
+	iov.iov_len = len - SRDMA_ICRC_BYTES;
+	t = buf + iov.iov_len;
+	got = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
+	      (uint32_t)t[3] << 24;
+	want = srdma_wire_icrc(path, &iov, 1);
+	if (got == want) {
+		*id = 0;
+		return true;
+	}
+	return srdma_icrc_ipv4_explain(got, want,
+				       13 + SRDMA_UDP_HDR_BYTES + iov.iov_len,
+				       id, &df) && df;
+}
+
+void srdma_wire_ipv4_set_id(uint8_t ip[SRDMA_IPV4_HDR_BYTES], uint16_t id)
+{
+	uint32_t sum = 0;
+	int i;
+
+	ip[4] = (uint8_t)(id >> 8);
+	ip[5] = (uint8_t)id;
+	ip[10] = ip[11] = 0;
+	for (i = 0; i < SRDMA_IPV4_HDR_BYTES; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	ip[10] = (uint8_t)(sum >> 8);
+	ip[11] = (uint8_t)sum;
 }
 
 uint16_t srdma_wire_udp_sport(uint32_t flow_label, uint32_t lqpn, uint32_t rqpn)

@@ -267,8 +267,9 @@ enum srdma_icrc_mode {
 	SRDMA_ICRC_LENIENT = 0,	/* default: IPv4 right for some
 				 * identification and DF (2^-15 of
 				 * corruptions slip through); IPv6 exact */
-	SRDMA_ICRC_STRICT,	/* IPv4 right with identification 0 and
-				 * DF only (softrdma peers only) */
+	SRDMA_ICRC_STRICT,	/* IPv4 right with DF and identification 0,
+				 * or 1..SRDMA_WIRE_GSO_SEGS-1 (softrdma's
+				 * GSO segments): softrdma peers only */
 	SRDMA_ICRC_OFF,		/* not checked at all */
 };
 
@@ -282,7 +283,47 @@ enum srdma_icrc_verdict {
 	SRDMA_ICRC_OK_ID,	/* IPv4, right with another identification
 				 * or DF (lenient): count it */
 	SRDMA_ICRC_UNCHECKED,	/* mode off */
+	SRDMA_ICRC_OK_GSO,	/* IPv4, right with DF and an identification
+				 * 1..SRDMA_WIRE_GSO_SEGS-1: a segment of a
+				 * softrdma UDP GSO send (lenient and
+				 * strict) */
 };
+
+/*
+ * UDP GSO (docs/design/net-endpoint.md, "Speed"): a sender may hand the
+ * kernel up to SRDMA_WIRE_GSO_SEGS packets of one size in one datagram
+ * (the kernel's UDP_MAX_SEGMENTS), which it cuts into datagrams whose
+ * IPv4 identifications count up from the first one's, 0: segment i goes
+ * out with identification i, and its ICRC must say so.
+ */
+#define SRDMA_WIRE_GSO_SEGS 64
+
+/**
+ * srdma_wire_icrc_id_delta() - the ICRC of an IPv4 datagram whose UDP
+ * payload (BTH through ICRC) is @len bytes, sent with IP identification
+ * @id instead of 0 (DF set, as always), is srdma_wire_icrc() XOR this
+ * value. IPv6 has no identification: do not use it there.
+ * Return: the XOR mask (0 for @id 0). Context: any thread.
+ */
+uint32_t srdma_wire_icrc_id_delta(size_t len, uint16_t id);
+
+/**
+ * srdma_wire_icrc_ipv4_id() - the IP identification that makes the ICRC
+ * of the @len-byte UDP payload @buf right on the IPv4 path @path, with
+ * DF set (0 when it is right as softrdma sends without GSO); for the
+ * capture of received packets, which never show the real one.
+ * Return: true with *@id set; false for IPv6, a short datagram or an
+ * ICRC that no identification with DF explains.
+ */
+bool srdma_wire_icrc_ipv4_id(const struct srdma_wire_path *path,
+			     const uint8_t *buf, size_t len, uint16_t *id);
+
+/**
+ * srdma_wire_ipv4_set_id() - set the identification of the IPv4 header
+ * @ip (20 bytes, as srdma_wire_ip_udp() writes it) to @id and recompute
+ * its header checksum.
+ */
+void srdma_wire_ipv4_set_id(uint8_t ip[SRDMA_IPV4_HDR_BYTES], uint16_t id);
 
 /**
  * srdma_wire_icrc_verify() - srdma_wire_icrc_check() under @mode: the
