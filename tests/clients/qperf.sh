@@ -46,6 +46,17 @@ tests=(rc_bi_bw rc_bw rc_compare_swap_mr rc_fetch_add_mr rc_lat
 # Per round: each test's time plus set-up, with room for a loaded machine.
 budget=$((${#tests[@]} * (secs + 4) + 30))
 
+# Where unshare(1) is permitted (root), run in a private network namespace
+# with only lo up: PORT then cannot collide with another run on this host
+# (the host transport needs no network; SRDMA_DIR and the PID namespace
+# stay shared, as in run_pair.sh --fixed-port).
+if [ -z "${SRDMA_QPERF_NETNS:-}" ] && command -v unshare >/dev/null &&
+	unshare --net true 2>/dev/null; then
+	export SRDMA_QPERF_NETNS=1
+	exec unshare --net -- "$BASH" -c 'ip link set lo up && exec "$@"' \
+		qperf "$BASH" "$0" "$@"
+fi
+
 command -v qperf >/dev/null || {
 	echo "qperf: not installed: skipped"
 	exit 77
