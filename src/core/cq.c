@@ -138,6 +138,14 @@ void srdma_arena_free(struct srdma_context *ctx, uint64_t off, uint64_t len)
 	ctx->n_afree++;
 }
 
+/* The capacity ibv_create_cq/ibv_resize_cq report: the ring's, but never
+ * above max_cqe (a ring of 2^22 holds 4,194,304; what an application
+ * reads back must be a size it may ask for again). */
+static uint32_t cqe_reported(uint32_t size)
+{
+	return size > SRDMA_MAX_CQE ? SRDMA_MAX_CQE : size;
+}
+
 /* ---- completion channels ------------------------------------------------ */
 
 int srdma_chan_create(struct srdma_context *ctx, struct srdma_chan **out)
@@ -315,7 +323,7 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 	cq->ib.cq.channel = a->channel;
 	cq->ib.cq.cq_context = a->cq_context;
 	cq->ib.cq.handle = slot;
-	cq->ib.cq.cqe = (int)size;
+	cq->ib.cq.cqe = (int)cqe_reported(size);
 	pthread_mutex_init(&cq->ib.cq.mutex, NULL);
 	pthread_cond_init(&cq->ib.cq.cond, NULL);
 	ret = srdma_handle_add(cq, SRDMA_OBJ_CQ);
@@ -428,7 +436,7 @@ int srdma_cq_resize(struct srdma_cq *cq, uint32_t cqe)
 	srdma_arena_free(ctx, old_off, cq->ring_bytes);
 	cq->ring = nring;
 	cq->ring_bytes = nbytes;
-	cq->ib.cq.cqe = (int)size;
+	cq->ib.cq.cqe = (int)cqe_reported(size);
 out:
 	pthread_mutex_unlock(&cq->poll_lock);
 	pthread_mutex_unlock(&ctx->lock);
