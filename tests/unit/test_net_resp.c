@@ -859,6 +859,14 @@ static bool app_waits(struct srdma_context *ctx)
  * whole, ICRC right). A NAK, an RNR NAK, READ responses and atomic ACKs
  * are never held, and a held ACK leaves before them, in order. Without
  * recent requests, or with a short ACK timeout, nothing is held. */
+/* "Our requester sent lately" (100 ms) decides whether an ACK is held:
+ * renew it before each step that expects a hold, so a slow run (a loaded
+ * machine, TSan) does not age it out between steps. */
+static void fresh(struct fx *f)
+{
+	atomic_store(&f->nq.req_tx_ns, srdma_net_now_ns());
+}
+
 static void test_delayed_ack(void **state)
 {
 	struct fx *f = fx_new(IBV_QPT_RC,
@@ -896,6 +904,7 @@ static void test_delayed_ack(void **state)
 	assert_int_equal(ntx, 1);
 	/* A newer one replaces it and keeps the first one's deadline. */
 	p.psn = 12;
+	fresh(f);
 	inject(f, &p, "c", 1);
 	assert_int_equal(ntx, 1);
 	assert_int_equal(atomic_load(&f->nq.ack_due_ns), due);
@@ -907,6 +916,7 @@ static void test_delayed_ack(void **state)
 	assert_int_equal(atomic_load(&f->nq.ack_due_ns), 0);
 	/* Taken by the requester: a whole ACK packet, once. */
 	p.psn = 13;
+	fresh(f);
 	inject(f, &p, "d", 1);
 	len = srdma_netresp_ack_take(&f->nq, b);
 	assert_int_equal(len, SRDMA_NET_ACK_LEN);
@@ -923,6 +933,7 @@ static void test_delayed_ack(void **state)
 	assert_int_equal(ntx, 2);
 	/* Held, then a PSN gap: the ACK first, then the NAK, at once. */
 	p.psn = 14;
+	fresh(f);
 	inject(f, &p, "e", 1);
 	assert_int_equal(ntx, 2);
 	p.psn = 16;
@@ -970,6 +981,7 @@ static void test_delayed_ack(void **state)
 	 * away); a reset forgets one. */
 	f->qp->attr.timeout = 14;
 	p.psn = 19;
+	fresh(f);
 	inject(f, &p, "i", 1);
 	assert_int_equal(ntx, 9);
 	assert_true(srdma_netresp_ack_flush(&f->nq));
