@@ -79,6 +79,30 @@ struct tree {
 
 static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t last_refresh_ns;	/* refresh_lock: CLOCK_MONOTONIC */
+static int refresh_root = -1;		/* refresh_lock: the tree's directory
+					 * (flocked) while a refresh runs */
+
+/*
+ * fork() while another thread refreshes: the child's copy of refresh_lock
+ * is held by a thread it does not have, so its first device listing would
+ * wait forever; and its copy of the tree's fd shares the parent's flock,
+ * which would then outlive a parent that dies before unlocking and stop
+ * every refresh of the user's processes. The child's only thread starts
+ * afresh: its copy of the fd closed (the parent's lock stays the
+ * parent's), the lock unheld.
+ */
+static void refresh_child(void)
+{
+	if (refresh_root >= 0)
+		close(refresh_root);
+	refresh_root = -1;
+	pthread_mutex_init(&refresh_lock, NULL);
+}
+
+__attribute__((constructor)) static void refresh_register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, refresh_child);
+}
 
 /* ---- building the tree in memory ---------------------------------------- */
 
@@ -601,12 +625,16 @@ void srdma_sysfs_refresh(bool force)
 	if (t.err) {
 		srdma_dbg("sysfs: cannot describe the device: %s",
 			  strerror(-t.err));
-	} else if (flock(root, LOCK_EX) == 0) {
-		ret = tree_write(&t, root, tree_hash(&t));
-		if (ret)
-			srdma_dbg("sysfs: %s/%s not updated: %s", dir,
-				  SRDMA_SYSFS_SUBDIR, strerror(-ret));
-		flock(root, LOCK_UN);
+	} else {
+		refresh_root = root;
+		if (flock(root, LOCK_EX) == 0) {
+			ret = tree_write(&t, root, tree_hash(&t));
+			if (ret)
+				srdma_dbg("sysfs: %s/%s not updated: %s", dir,
+					  SRDMA_SYSFS_SUBDIR, strerror(-ret));
+			flock(root, LOCK_UN);
+		}
+		refresh_root = -1;
 	}
 	tree_free(&t);
 	close(root);

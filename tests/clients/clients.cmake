@@ -134,6 +134,17 @@ add_test(NAME clients.peer_death
 set_tests_properties(clients.peer_death PROPERTIES TIMEOUT 300
 	LABELS "clients;robust" SKIP_RETURN_CODE 77)
 srdma_test_env(clients.peer_death)
+# A client killed before it connects (as happens on a loaded machine at the
+# earliest random moment, 100 ms) leaves perftest's server in accept(): a
+# wait by design, not a hang of softrdma's.
+srdma_client_port(peer_death_preconnect_port)
+add_test(NAME clients.peer_death_preconnect
+	COMMAND env PEER_DEATH_ONLY=ib_atomic_bw PEER_DEATH_CLIENT_MS=0
+		bash ${CMAKE_CURRENT_LIST_DIR}/peer_death.sh
+		$<TARGET_FILE:srdma> ${peer_death_preconnect_port})
+set_tests_properties(clients.peer_death_preconnect PROPERTIES TIMEOUT 60
+	LABELS "clients;robust" SKIP_RETURN_CODE 77)
+srdma_test_env(clients.peer_death_preconnect)
 
 # A long-running rping -s -P under ulimit -n 64 serving 400 sequential
 # clients stays flat in fds, mappings and RSS (issue 9).
