@@ -75,17 +75,31 @@ echo "$out" | grep -qx 'preload=' || fail "namespace also preloaded"
 echo "$out" | grep -q "^crw-rw-rw- .* 1, *3 .*$NODE\$" ||
 	fail "no character node 1:3 in the namespace"
 echo "$out" | grep -qx shm-ok || fail "/dev/shm missing in the namespace"
-setpriv --reuid=65534 --regid=65534 --clear-groups \
-	env SRDMA_DEVNODE=namespace "$SRDMA" run -- "$SRDMA" devnode --check ||
-	fail "namespace as nobody (user namespace) failed"
+# The nobody steps need a build nobody can reach: a checkout under a
+# 0700 directory (mktemp -d) is not, and those steps are then left out
+# with a line saying so (the rest of the test still runs).
+if setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$SRDMA"; then
+	nobody_ok=1
+else
+	nobody_ok=
+	echo "nobody cannot reach $SRDMA (a parent directory is not" \
+		"searchable): its steps are left out"
+fi
+if [ -n "$nobody_ok" ]; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env SRDMA_DEVNODE=namespace "$SRDMA" run -- "$SRDMA" devnode \
+		--check || fail "namespace as nobody (user namespace) failed"
+fi
 [ ! -e "$NODE" ] || fail "the namespace leaked its node"
 
 step "srdma devnode: makes it for every user, idempotent"
 "$SRDMA" devnode || fail "devnode failed"
 [ "$(stat -c '%F %a %t:%T' "$NODE")" = "character special file 666 1:3" ] ||
 	fail "wrong node: $(stat -c '%F %a %t:%T' "$NODE")"
-setpriv --reuid=65534 --regid=65534 --clear-groups "$SRDMA" devnode --check ||
-	fail "nobody cannot use it"
+if [ -n "$nobody_ok" ]; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$SRDMA" devnode \
+		--check || fail "nobody cannot use it"
+fi
 chmod 0600 "$NODE"
 "$SRDMA" devnode || fail "second devnode failed"
 [ "$(stat -c %a "$NODE")" = 666 ] || fail "mode not raised back to 0666"
