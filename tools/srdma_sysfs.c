@@ -143,20 +143,31 @@ static bool bind_mounted(const char *cls)
 	return mounted_on(point, t, src);
 }
 
+/* Refresh the tree and find where it is (@tree, PATH_MAX bytes) and
+ * what ibv_get_sysfs_path() reports (@root). Return: 0, or -1 with the
+ * reason printed. */
+static int tree_of(char *tree, const char **root)
+{
+	int ret;
+
+	if (refresh(root))
+		return -1;
+	ret = srdma_sysfs_tree_dir(tree, PATH_MAX);
+	if (ret) {
+		fprintf(stderr, "srdma sysfs: no state directory: %s\n",
+			strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
 static int show(void)
 {
 	char tree[PATH_MAX];
 	const char *root;
-	int ret;
 
-	if (refresh(&root))
+	if (tree_of(tree, &root))
 		return EXIT_FAILURE;
-	ret = srdma_sysfs_tree_dir(tree, sizeof(tree));
-	if (ret) {
-		fprintf(stderr, "srdma sysfs: no state directory: %s\n",
-			strerror(-ret));
-		return EXIT_FAILURE;
-	}
 	printf("tree:               %s\n", tree);
 	printf("ibv_get_sysfs_path: %s\n", root);
 	printf("device:             %s/class/infiniband/%s\n", root,
@@ -237,16 +248,9 @@ static int do_mount(void)
 {
 	char tree[PATH_MAX];
 	const char *root;
-	int ret;
 
-	if (refresh(&root))
+	if (tree_of(tree, &root))
 		return EXIT_FAILURE;
-	ret = srdma_sysfs_tree_dir(tree, sizeof(tree));
-	if (ret) {
-		fprintf(stderr, "srdma sysfs: no state directory: %s\n",
-			strerror(-ret));
-		return EXIT_FAILURE;
-	}
 	if (overlay_mounted() && bind_mounted(classes[0]) &&
 	    bind_mounted(classes[1])) {
 		printf("srdma sysfs: %s already shows the tree\n", CLASS_DIR);

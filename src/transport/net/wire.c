@@ -529,12 +529,24 @@ enum srdma_icrc_mode srdma_wire_icrc_mode(void)
 	return icrc_mode;
 }
 
+/* The ICRC the @len-byte datagram @buf (len >= BTH + ICRC) should carry
+ * on @path with IPv4 identification 0; the one it carries in *@got. */
+static uint32_t icrc_of(const struct srdma_wire_path *path,
+			const uint8_t *buf, size_t len, uint32_t *got)
+{
+	struct iovec iov = { .iov_base = (void *)buf,
+			     .iov_len = len - SRDMA_ICRC_BYTES };
+	const uint8_t *t = buf + iov.iov_len;
+
+	*got = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
+	       (uint32_t)t[3] << 24;
+	return srdma_wire_icrc(path, &iov, 1);
+}
+
 enum srdma_icrc_verdict
 srdma_wire_icrc_verify(const struct srdma_wire_path *path, const uint8_t *buf,
 		       size_t len, enum srdma_icrc_mode mode)
 {
-	struct iovec iov;
-	const uint8_t *t;
 	uint32_t got, want;
 	uint16_t id;
 	bool df;
@@ -543,12 +555,7 @@ srdma_wire_icrc_verify(const struct srdma_wire_path *path, const uint8_t *buf,
 		return SRDMA_ICRC_BAD;
 	if (mode == SRDMA_ICRC_OFF)
 		return SRDMA_ICRC_UNCHECKED;
-	iov.iov_base = (void *)buf;
-	iov.iov_len = len - SRDMA_ICRC_BYTES;
-	t = buf + iov.iov_len;
-	got = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
-	      (uint32_t)t[3] << 24;
-	want = srdma_wire_icrc(path, &iov, 1);
+	want = icrc_of(path, buf, len, &got);
 	if (got == want)
 		return SRDMA_ICRC_OK;
 	if (!srdma_gid_is_v4(path->sip))
@@ -559,7 +566,7 @@ srdma_wire_icrc_verify(const struct srdma_wire_path *path, const uint8_t *buf,
 		return SRDMA_ICRC_OK_GSO;
 	/* After IPv4 byte 6: 13 more bytes of IP, UDP, BTH through pad. */
 	if (!srdma_icrc_ipv4_explain(got, want,
-				     13 + SRDMA_UDP_HDR_BYTES + iov.iov_len,
+				     13 + SRDMA_UDP_HDR_BYTES + len - SRDMA_ICRC_BYTES,
 				     &id, &df))
 		return SRDMA_ICRC_BAD;
 	/* A segment of our own GSO sends (strict too: we send them); the
@@ -583,26 +590,19 @@ uint32_t srdma_wire_icrc_id_delta(size_t len, uint16_t id)
 bool srdma_wire_icrc_ipv4_id(const struct srdma_wire_path *path,
 			     const uint8_t *buf, size_t len, uint16_t *id)
 {
-	struct iovec iov;
-	const uint8_t *t;
 	uint32_t got, want;
 	bool df;
 
 	if (len < SRDMA_BTH_BYTES + SRDMA_ICRC_BYTES ||
 	    !srdma_gid_is_v4(path->sip))
 		return false;
-	iov.iov_base = (void *)buf;
-	iov.iov_len = len - SRDMA_ICRC_BYTES;
-	t = buf + iov.iov_len;
-	got = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 |
-	      (uint32_t)t[3] << 24;
-	want = srdma_wire_icrc(path, &iov, 1);
+	want = icrc_of(path, buf, len, &got);
 	if (got == want) {
 		*id = 0;
 		return true;
 	}
 	return srdma_icrc_ipv4_explain(got, want,
-				       13 + SRDMA_UDP_HDR_BYTES + iov.iov_len,
+				       13 + SRDMA_UDP_HDR_BYTES + len - SRDMA_ICRC_BYTES,
 				       id, &df) && df;
 }
 
