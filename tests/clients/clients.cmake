@@ -9,8 +9,11 @@
 # judges their output; rping_no_listener runs only a client, which must
 # fail.
 #
-# Every test gets its own TCP port (counted up from 18600; bench/ uses
-# 18700-18703), so `ctest -j` can run them side by side. A program that
+# Every test gets its own TCP port, counted up from a base that depends on
+# the build directory (10240 + 256 * (MD5 of its path mod 85): below the
+# kernel's ephemeral range, and different for two checkouts built side by
+# side on one host, so their test runs do not take each other's ports;
+# bench/ uses 18700-18703 and tests/stacks 18850-18899), so `ctest -j` can run them side by side. A program that
 # cannot be told its port (udaddy: 7174) takes a RESOURCE_LOCK on it
 # instead, and run_pair.sh --fixed-port runs it in a private network
 # namespace where it may, so no other run on this host can hold that port. No -g for the ibverbs clients: the port is InfiniBand with LID
@@ -18,7 +21,13 @@
 # servers bind 127.0.0.1 where they have an option for it.
 # Included by tests/CMakeLists.txt, which defines srdma_test_env().
 set(SRDMA_RUN_PAIR ${CMAKE_CURRENT_LIST_DIR}/run_pair.sh)
-set_property(GLOBAL PROPERTY SRDMA_CLIENT_PORT 18600)
+string(MD5 srdma_dir_md5 "${CMAKE_BINARY_DIR}")
+string(SUBSTRING "${srdma_dir_md5}" 0 6 srdma_dir_md5)
+math(EXPR srdma_port_base "10240 + 256 * (0x${srdma_dir_md5} % 85)")
+if(srdma_port_base GREATER_EQUAL 18432 AND srdma_port_base LESS 18944)
+	set(srdma_port_base 19200)	# keep clear of bench/'s 18700-18703
+endif()
+set_property(GLOBAL PROPERTY SRDMA_CLIENT_PORT ${srdma_port_base})
 
 # srdma_client_port(VAR): the next free test port, in VAR.
 function(srdma_client_port var)
