@@ -239,8 +239,9 @@ SRDMA_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
-/* Slots of the port's GID table: IB has one, Ethernet SRDMA_GID_MAX of
- * which the first ctx->gids.n are filled (the rest read as empty). */
+/* Slots of the port's GID table: IB SRDMA_GID_TBL_LEN, Ethernet
+ * SRDMA_GID_MAX, of which the first ctx->gids.n are filled (the rest read
+ * as empty). */
 static uint32_t gid_tbl_len(void)
 {
 	return srdma_link_is_eth() ? SRDMA_GID_MAX : SRDMA_GID_TBL_LEN;

@@ -61,7 +61,13 @@ struct ibv_mr *srdma_verbs_reg(struct ibv_pd *pd,
 void srdma_verbs_fork_note_range(void);
 void srdma_verbs_fork_env(void);
 
-#define SRDMA_GID_TBL_LEN 1
+/*
+ * Slots of an InfiniBand port's GID table, as a ConnectX-5 shows: GID[0]
+ * (LID-derived) is the only filled one; the others read as the zero GID
+ * and ibv_query_gid_ex reports them ENODATA, as a real table's empty
+ * slots.
+ */
+#define SRDMA_GID_TBL_LEN 8
 #define SRDMA_PKEY_DEFAULT 0xffff
 
 #endif
