@@ -114,6 +114,9 @@ SRDMA_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct srdma_context *ctx = srdma_ctx_lookup(context);
 	int ret;
 
+	/* An alias from ibv_import_device: one reference less (ibv_dm.c). */
+	if (ctx && srdma_verbs_import_release(context))
+		return 0;
 	if (!ctx) {
 		/* A fork child closing its parent's context: ours only. */
 		if (context && srdma_handle_forget_inherited(to_sctx(context),

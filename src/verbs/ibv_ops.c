@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/dm.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "verbs/verbs_int.h"
@@ -58,6 +59,12 @@ static int op_query_device_ex(struct ibv_context *context,
 	struct srdma_context *ctx = srdma_ctx_lookup(context);
 	struct ibv_device_attr_ex a;
 
+	/* A fork child may query its parent's context for the device's
+	 * immutable limits, as before ibv_alloc_dm there (ibv_dm.c; pyverbs
+	 * does): nothing read below is shared memory. */
+	if (!ctx && context &&
+	    srdma_handle_check_inherited(to_sctx(context), SRDMA_OBJ_CTX))
+		ctx = to_sctx(context);
 	if (!ctx || !attr)
 		return EINVAL;
 	if (input && input->comp_mask)
@@ -80,6 +87,7 @@ static int op_query_device_ex(struct ibv_context *context,
 			IBV_ODP_SUPPORT_SRQ_RECV;
 	}
 	a.phys_port_cnt_ex = 1;
+	a.max_dm_size = SRDMA_MAX_DM_SIZE;	/* core/dm.h */
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;
 }
@@ -135,4 +143,5 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	v->advise_mr = op_advise_mr;
 	v->open_xrcd = op_open_xrcd;
 	v->create_srq_ex = op_create_srq_ex;
+	srdma_verbs_set_dm_ops(ctx);
 }

@@ -54,3 +54,5 @@ endforeach()
 # tests, so 340 s bounds even a run where every one of them hangs.
 srdma_pyverbs_test_with(${SRDMA_PYVERBS_RDMACM_RUNNER} test_rdmacm
 	conformance 360 test_rdmacm)
+# Object import within a process (docs/design/dm.md): a shared PD and MR.
+srdma_pyverbs_test(test_shared_pd conformance 300 test_shared_pd)
