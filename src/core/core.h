@@ -415,6 +415,14 @@ int srdma_mem_check_pin(uint64_t addr, uint64_t len, bool writable);
 
 /* Monotonic nanoseconds. */
 uint64_t srdma_now_ns(void);
+/**
+ * srdma_wall_ns() - CLOCK_REALTIME in nanoseconds (completion wallclock
+ * timestamps, clock.c). Context: any thread.
+ */
+uint64_t srdma_wall_ns(void);
+/* The free-running device clock is srdma_now_ns(): 1 GHz, reported as
+ * hca_core_clock in kHz. */
+#define SRDMA_HCA_CORE_CLOCK_KHZ 1000000u
 
 /* Page size, cached. */
 extern size_t srdma_page_size;

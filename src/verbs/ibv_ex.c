@@ -605,16 +605,20 @@ static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
 	return cqx_to_scq(ibcq)->cur.dlid_path_bits;
 }
 
-/* No timestamps, VLANs, flow tags or tag matching: all read as zero. */
+/* Stamped by the producer when the CQ was created with the flag (cq.c):
+ * the free-running clock in ticks of hca_core_clock (1 GHz), and the wall
+ * clock in nanoseconds. 0 without the flag. */
 static uint64_t cqx_read_completion_ts(struct ibv_cq_ex *ibcq)
 {
-	return 0;
+	return cqx_to_scq(ibcq)->cur.ts_ns;
 }
 
 static uint64_t cqx_read_completion_wallclock_ns(struct ibv_cq_ex *ibcq)
 {
-	return 0;
+	return cqx_to_scq(ibcq)->cur.wall_ns;
 }
+
+/* No VLANs, flow tags or tag matching: they read as zero. */
 
 static uint16_t cqx_read_cvlan(struct ibv_cq_ex *ibcq)
 {
@@ -637,8 +641,8 @@ static void cqx_read_tm_info(struct ibv_cq_ex *ibcq,
  * @cq: CQ being created through ibv_create_cq_ex
  *
  * Every read_* op is set whatever wc_flags the application asked for;
- * the ones softrdma has no data for (timestamps, cvlan, flow tag, tag
- * matching) read as zero.
+ * the ones softrdma has no data for (cvlan, flow tag, tag matching)
+ * read as zero, as do timestamps the CQ was not created for.
  *
  * Context: create path, before the CQ is published; takes no lock.
  */

@@ -88,7 +88,35 @@ static int op_query_device_ex(struct ibv_context *context,
 	}
 	a.phys_port_cnt_ex = 1;
 	a.max_dm_size = SRDMA_MAX_DM_SIZE;	/* core/dm.h */
+	/* Completion timestamps (core/clock.c): a 64-bit 1 GHz counter. */
+	a.completion_timestamp_mask = UINT64_MAX;
+	a.hca_core_clock = SRDMA_HCA_CORE_CLOCK_KHZ;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
+/*
+ * The device's free-running clock (core/clock.c). mlx5 returns its cycle
+ * count in raw_clock.tv_nsec with tv_sec 0; the man page gives a timespec.
+ * At 1 GHz the normalised timespec of the counter reads the same both
+ * ways (tv_sec * 10^9 + tv_nsec is the tick count).
+ */
+static int op_query_rt_values(struct ibv_context *context,
+			      struct ibv_values_ex *values)
+{
+	struct srdma_context *ctx = srdma_ctx_lookup(context);
+	uint64_t now;
+
+	if (!ctx || !values)
+		return EINVAL;
+	if (!(values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK)) {
+		values->comp_mask = 0;
+		return 0;
+	}
+	now = srdma_now_ns();
+	values->raw_clock.tv_sec = (time_t)(now / 1000000000u);
+	values->raw_clock.tv_nsec = (long)(now % 1000000000u);
+	values->comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
 	return 0;
 }
 
@@ -141,6 +169,7 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	v->query_port = op_query_port;
 	v->query_device_ex = op_query_device_ex;
 	v->advise_mr = op_advise_mr;
+	v->query_rt_values = op_query_rt_values;
 	v->open_xrcd = op_open_xrcd;
 	v->create_srq_ex = op_create_srq_ex;
 	srdma_verbs_set_dm_ops(ctx);

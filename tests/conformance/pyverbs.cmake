@@ -56,3 +56,7 @@ srdma_pyverbs_test_with(${SRDMA_PYVERBS_RDMACM_RUNNER} test_rdmacm
 	conformance 360 test_rdmacm)
 # Object import within a process (docs/design/dm.md): a shared PD and MR.
 srdma_pyverbs_test(test_shared_pd conformance 300 test_shared_pd)
+# Completion timestamps (docs/design/dm.md): the real-time RC test runs;
+# the free-running ones convert with mlx5dv (vendor), the raw ones need raw
+# packet QPs.
+srdma_pyverbs_test(test_mlx5_timestamp conformance 300 test_mlx5_timestamp)
