@@ -51,6 +51,8 @@ static int op_query_port(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
+#define SRDMA_DEVICE_ATOMIC_WRITE (1ULL << 40)
+
 static int op_query_device_ex(struct ibv_context *context,
 			      const struct ibv_query_device_ex_input *input,
 			      struct ibv_device_attr_ex *attr,
@@ -87,6 +89,11 @@ static int op_query_device_ex(struct ibv_context *context,
 			IBV_ODP_SUPPORT_SRQ_RECV;
 	}
 	a.phys_port_cnt_ex = 1;
+	/* ATOMIC_WRITE (IB_UVERBS_DEVICE_ATOMIC_WRITE, newer than rdma-core
+	 * 44's headers): only the host transport carries it, and an IB port
+	 * never uses the net transport (docs/design/dm.md). */
+	if (!srdma_link_is_eth())
+		a.device_cap_flags_ex |= SRDMA_DEVICE_ATOMIC_WRITE;
 	a.max_dm_size = SRDMA_MAX_DM_SIZE;	/* core/dm.h */
 	/* Completion timestamps (core/clock.c): a 64-bit 1 GHz counter. */
 	a.completion_timestamp_mask = UINT64_MAX;
