@@ -32,7 +32,9 @@
  * process. So every copy first asks the kernel whose SIGSEGV handler is
  * installed (sigaction with no new action: 0.2 us here, against 1-2 us
  * for the process_vm_* it replaces) and uses memcpy only while it is
- * ours; otherwise that copy goes through process_vm_*. SIGBUS (a
+ * ours; otherwise that copy goes through process_vm_*. A receiver that
+ * lands a batch of packets asks once per batch (srdma_self_copy_batch).
+ * SIGBUS (a
  * registered MAP_SHARED file truncated under the MR) is checked every
  * 1024 copies only: a program that replaces the SIGBUS handler but not
  * the SIGSEGV one in between, and then truncates a registered file, gets
@@ -72,6 +74,10 @@ static __thread struct frame *cur_frame
 	__attribute__((tls_model("initial-exec")));
 static __thread unsigned int since_check
 	__attribute__((tls_model("initial-exec")));
+/* srdma_self_copy_batch(): depth, and the check's answer in this batch
+ * (-1: not asked yet). */
+static __thread int batch_depth __attribute__((tls_model("initial-exec")));
+static __thread int batch_ok __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct sigaction old_segv, old_bus; /* immutable after once */
@@ -162,6 +168,26 @@ static bool still_ours(void)
 	return false;
 }
 
+void srdma_self_copy_batch(bool begin)
+{
+	if (begin) {
+		if (!batch_depth++)
+			batch_ok = -1;
+	} else if (batch_depth) {
+		batch_depth--;
+	}
+}
+
+/* still_ours(), asked once per batch. */
+static bool ours_now(void)
+{
+	if (!batch_depth)
+		return still_ours();
+	if (batch_ok < 0)
+		batch_ok = still_ours();
+	return batch_ok;
+}
+
 /* memcpy between the lists under the guard; -1/EFAULT on a fault. */
 static ssize_t copy_guarded(const struct iovec *dst, unsigned long nd,
 			    const struct iovec *src, unsigned long ns)
@@ -220,7 +246,7 @@ ssize_t srdma_self_vm_rw(const struct iovec *liov, unsigned long nl,
 	size_t want;
 	ssize_t got;
 
-	if (srdma_self_copy_guarded() && still_ours()) {
+	if (srdma_self_copy_guarded() && ours_now()) {
 		if (write)
 			return copy_guarded(riov, nr, liov, nl);
 		return copy_guarded(liov, nl, riov, nr);

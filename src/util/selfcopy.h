@@ -45,4 +45,17 @@ ssize_t srdma_self_vm_rw(const struct iovec *liov, unsigned long nl,
  */
 bool srdma_self_copy_guarded(void);
 
+/**
+ * srdma_self_copy_batch() - begin or end a batch of copies in this thread.
+ * @begin: true to begin, false to end the batch begun last.
+ *
+ * Within a batch, the check that our signal handler is still installed
+ * (one system call, see selfcopy.c) is made at the first copy only and
+ * its answer reused by the others: for a receiver that lands dozens of
+ * packets per drain. Batches nest.
+ *
+ * Context: the thread that copies; begin and end pair up in it.
+ */
+void srdma_self_copy_batch(bool begin);
+
 #endif

@@ -218,6 +218,21 @@ static void replaced(void)
 	CHECK(!sigaction(SIGSEGV, &ours, NULL));
 	faults();
 	CHECK(app_faults == 0);
+	/* A batch asks once, at its first copy: replaced before it, the
+	 * whole batch steps aside. */
+	CHECK(!sigaction(SIGSEGV, &sa, NULL));
+	srdma_self_copy_batch(true);
+	faults();
+	srdma_self_copy_batch(false);
+	CHECK(app_faults == 0);
+	CHECK(!sigaction(SIGSEGV, &ours, NULL));
+	srdma_self_copy_batch(true);
+	srdma_self_copy_batch(true);
+	faults();
+	srdma_self_copy_batch(false);
+	faults();
+	srdma_self_copy_batch(false);
+	CHECK(app_faults == 0);
 }
 
 static void test_chain(void **state)
