@@ -14,6 +14,11 @@
 #   --eth  the port's link layer is Ethernet (SRDMA_LINK_LAYER=eth), so the
 #          RoCE-only tests run instead of the InfiniBand-only ones.
 #
+# As root, when the machine has no 2 MiB huge pages, 64 are reserved for
+# the run (and the count put back after it), so the huge-page tests
+# (test_odp's, test_parent_domain's) run: CTest serialises the two runs of
+# this script with a RESOURCE_LOCK on "hugepages".
+#
 # The suite runs under `srdma sysfs run` when that works (root, or a user
 # namespace), so the tests that look up the device's network interface in
 # /sys/class/infiniband see our synthesised tree. Prints
@@ -42,8 +47,17 @@ else
 		"that need the device's net interface will skip"
 fi
 
+hp=/proc/sys/vm/nr_hugepages
+hp_old=
+if [ "$(id -u)" -eq 0 ] && [ -w "$hp" ] && [ "$(cat "$hp")" -eq 0 ]; then
+	hp_old=0
+	echo 64 >"$hp" 2>/dev/null || hp_old=
+fi
+[ -n "$hp_old" ] || [ "$(cat "$hp" 2>/dev/null || echo 0)" -gt 0 ] ||
+	echo "full_suite: no 2 MiB huge pages (root reserves them): the huge-page tests will skip"
+
 log=$(mktemp) || exit 1
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; [ -n "$hp_old" ] && echo "$hp_old" >"$hp"' EXIT
 # shellcheck disable=SC2086  # one module per word
 "${wrap[@]}" bash "$here/run_pyverbs.sh" "$BUILD_DIR" $mods 2>&1 |
 	tee "$log"
