@@ -203,6 +203,12 @@ int srdma_context_close(struct srdma_context *ctx)
 			   ctx->host.lid, ctx->n_pd);
 		return -EBUSY;
 	}
+	if (atomic_load(&ctx->n_dm)) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_warn("context lid %u: %u DM(s) still allocated",
+			   ctx->host.lid, atomic_load(&ctx->n_dm));
+		return -EBUSY;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	srdma_relaxed_stop(ctx);
 	eng = srdma_engine_ops_get();

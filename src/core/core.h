@@ -46,6 +46,7 @@ enum srdma_obj_type {
 	SRDMA_OBJ_QP,
 	SRDMA_OBJ_SRQ,
 	SRDMA_OBJ_AH,
+	SRDMA_OBJ_DM,
 };
 
 /**
@@ -79,6 +80,23 @@ extern _Atomic uint32_t srdma_fork_gen;
  */
 bool srdma_handle_forget_inherited(const void *p, enum srdma_obj_type type);
 
+/**
+ * srdma_handle_check_inherited() - is @p an object of @type inherited
+ * across fork() (dead in this process, still recorded)? Never
+ * dereferences @p. Context: any thread.
+ */
+bool srdma_handle_check_inherited(const void *p, enum srdma_obj_type type);
+
+/**
+ * srdma_handle_find() - the first live object of @type created in this
+ * process for which @match(@p, @arg) is true, or NULL. A scan of the whole
+ * table (object import only, never the data path). @match runs under the
+ * table lock, so the object cannot be unpublished, nor therefore freed,
+ * meanwhile; it must not call back into the handle table.
+ */
+void *srdma_handle_find(enum srdma_obj_type type,
+			bool (*match)(const void *p, void *arg), void *arg);
+
 /* ---- device ------------------------------------------------------------ */
 
 /*
@@ -100,6 +118,7 @@ struct srdma_device *srdma_device_get(void);
 /* ---- context ------------------------------------------------------------ */
 struct srdma_pd;
 struct srdma_mr;
+struct srdma_dm;
 struct srdma_net_ctx;
 
 struct srdma_context {
@@ -165,6 +184,9 @@ struct srdma_context {
 					 * first, all PDs */
 	struct srdma_mr **rpending_tail; /* lock */
 	uint32_t n_rpending;		/* lock */
+	/* device memory (dm.c) */
+	_Atomic uint64_t dm_used;	/* atomic: bytes of live DMs */
+	_Atomic uint32_t n_dm;		/* atomic: live DMs */
 };
 
 static inline struct srdma_context *to_sctx(struct ibv_context *ctx)
@@ -268,6 +290,8 @@ struct srdma_mr {
 	void *dmabuf_map;		/* immutable */
 	size_t dmabuf_map_len;		/* immutable */
 	int dmabuf_fd;			/* immutable; -1 if none */
+	struct srdma_dm *dm;		/* immutable: device memory under
+					 * an ibv_reg_dm_mr MR, else NULL */
 	/* relaxed */
 	enum srdma_relaxed_state rstate; /* ctx->lock */
 	uint64_t pending_since_ns;	/* ctx->lock */
@@ -284,6 +308,9 @@ struct srdma_mr_args {
 	int dmabuf_fd;
 	uint64_t dmabuf_offset;
 	bool relaxed;			/* ibv_reg_mr_relaxed */
+	struct srdma_dm *dm;		/* ibv_reg_dm_mr: @addr is inside
+					 * this DM, checked by the caller;
+					 * @length may be 0 */
 };
 
 /**
@@ -388,6 +415,14 @@ int srdma_mem_check_pin(uint64_t addr, uint64_t len, bool writable);
 
 /* Monotonic nanoseconds. */
 uint64_t srdma_now_ns(void);
+/**
+ * srdma_wall_ns() - CLOCK_REALTIME in nanoseconds (completion wallclock
+ * timestamps, clock.c). Context: any thread.
+ */
+uint64_t srdma_wall_ns(void);
+/* The free-running device clock is srdma_now_ns(): 1 GHz, reported as
+ * hca_core_clock in kHz. */
+#define SRDMA_HCA_CORE_CLOCK_KHZ 1000000u
 
 /* Page size, cached. */
 extern size_t srdma_page_size;

@@ -318,6 +318,11 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 	sh->chan = ch ? ch->num + 1 : 0;
 	sh->gen++;
 	sh->limit = a->cqe;
+	sh->flags = ((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) ?
+		     SRDMA_CQF_TS : 0) |
+		    ((a->wc_flags &
+		      IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) ?
+		     SRDMA_CQF_WALL : 0);
 
 	cq->ib.cq.context = &ctx->vctx.context;
 	cq->ib.cq.channel = a->channel;
@@ -545,6 +550,12 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 	e = ring + (pos & (size - 1));
 	memcpy((char *)e + sizeof(e->seq), (const char *)cqe + sizeof(e->seq),
 	       sizeof(*e) - sizeof(e->seq));
+	/* Completion timestamps, as a NIC stamps a CQE when writing it. */
+	if (unlikely(sh->flags & (SRDMA_CQF_TS | SRDMA_CQF_WALL))) {
+		e->ts_ns = (sh->flags & SRDMA_CQF_TS) ? srdma_now_ns() : 0;
+		e->wall_ns = (sh->flags & SRDMA_CQF_WALL) ?
+			     srdma_wall_ns() : 0;
+	}
 	/* Publish the CQE, then the position (prod moves last). */
 	atomic_store_explicit(&e->seq, pos + 1, memory_order_release);
 	sh->prod = pos + 1;

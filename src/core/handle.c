@@ -205,3 +205,33 @@ bool srdma_handle_forget_inherited(const void *p, enum srdma_obj_type type)
 		srdma_dbg("%p: object inherited across fork() forgotten", p);
 	return ok;
 }
+
+bool srdma_handle_check_inherited(const void *p, enum srdma_obj_type type)
+{
+	struct hslot *s;
+	bool ok;
+
+	if (!p)
+		return false;
+	pthread_mutex_lock(&h_lock);
+	s = find((uintptr_t)p);
+	ok = s && s->type == type && s->gen != cur_gen();
+	pthread_mutex_unlock(&h_lock);
+	return ok;
+}
+
+void *srdma_handle_find(enum srdma_obj_type type,
+			bool (*match)(const void *p, void *arg), void *arg)
+{
+	void *found = NULL;
+	size_t i;
+
+	pthread_mutex_lock(&h_lock);
+	for (i = 0; i < h_cap && !found; i++)
+		if (h_tab[i].p > TOMB && h_tab[i].type == type &&
+		    h_tab[i].gen == cur_gen() &&
+		    match((const void *)h_tab[i].p, arg))
+			found = (void *)h_tab[i].p;
+	pthread_mutex_unlock(&h_lock);
+	return found;
+}

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/dm.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -137,6 +138,22 @@ static int mr_check(struct srdma_context *ctx, const struct srdma_mr_args *a,
 		plan->iova = a->iova;
 		plan->length = a->length;
 		plan->flags = SRDMA_MRF_DMABUF;
+		if (acc & ACC_WRITABLE)
+			plan->flags |= SRDMA_MRF_WRITABLE;
+		return 0;
+	}
+
+	if (a->dm) {
+		/* ibv_reg_dm_mr: the caller checked the DM window and the
+		 * access whitelist (ZERO_BASED among them); the memory is
+		 * ours and mapped. Only the LOCAL_WRITE rule is left. */
+		ret = check_access(ctx, acc);
+		if (ret)
+			return ret;
+		plan->iova = 0;
+		plan->length = a->length;
+		plan->host_addr = addr;
+		plan->flags = SRDMA_MRF_ZERO_BASED;
 		if (acc & ACC_WRITABLE)
 			plan->flags |= SRDMA_MRF_WRITABLE;
 		return 0;
@@ -323,8 +340,9 @@ int srdma_mr_reg(struct ibv_pd *ibpd, const struct srdma_mr_args *a,
 	mr->host_addr = plan.host_addr;
 	mr->ibmr.context = ibpd->context;
 	mr->ibmr.pd = ibpd;
-	mr->ibmr.addr = a->addr;
+	mr->ibmr.addr = a->dm ? NULL : a->addr;	/* DM: zero-based */
 	mr->ibmr.length = a->length;
+	mr->dm = a->dm;
 	if (plan.flags & SRDMA_MRF_DMABUF) {
 		mr->ibmr.addr = (void *)(uintptr_t)a->dmabuf_offset;
 		ret = dmabuf_map(ctx, mr, a);
@@ -408,6 +426,8 @@ void srdma_mr_invalidate_locked(struct srdma_context *ctx,
 		atomic_fetch_sub_explicit(&ctx->host.seg->n_live_mr, 1,
 					  memory_order_relaxed);
 		dmabuf_unmap(mr);
+		if (mr->dm)
+			srdma_dm_mr_put(mr->dm);
 		free(mr);
 	}
 }
@@ -476,7 +496,7 @@ int srdma_mr_rereg(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		goto out;
 	}
 	/* Only plain address MRs can be re-registered. */
-	if (mr->flags & (SRDMA_MRF_DMABUF | SRDMA_MRF_RELAXED)) {
+	if ((mr->flags & (SRDMA_MRF_DMABUF | SRDMA_MRF_RELAXED)) || mr->dm) {
 		*stage = IBV_REREG_MR_ERR_INPUT;
 		ret = -EINVAL;
 		goto out;

@@ -278,7 +278,8 @@ int srdma_qp_create(struct srdma_context *ctx,
 	     IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |
 	     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 	     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
-	     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV))) {
+	     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV |
+	     IBV_QP_EX_WITH_ATOMIC_WRITE))) {
 		srdma_dbg("create QP: send_ops_flags %#llx not supported",
 			  (unsigned long long)a->send_ops_flags);
 		return -EOPNOTSUPP;

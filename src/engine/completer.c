@@ -35,6 +35,8 @@ static uint32_t wc_opcode(uint32_t op)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case IBV_WR_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
 	case IBV_WR_BIND_MW:

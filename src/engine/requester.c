@@ -558,6 +558,67 @@ out:
 	return EXEC_DONE;
 }
 
+/*
+ * ATOMIC_WRITE: the 8-byte operand into 8 aligned remote bytes, in one
+ * store under the host-wide atomic lock, so CMP_SWAP/FETCH_ADD of any
+ * process see it whole (IBTA 1.5 9.4.7). It needs REMOTE_WRITE access
+ * (QP and key), as rxe and mlx5.
+ */
+static int exec_atomic_write(struct srdma_qp *qp, struct srdma_swqe *w,
+			     struct srdma_target *t, struct outcome *o)
+{
+	struct local_bufs lb;
+	struct srdma_rmem m;
+	uint64_t val;
+	uint32_t i;
+	char *p = (char *)&val;
+	int r;
+
+	if (local_acquire(qp, w, 0, &lb)) {
+		o->req_status = IBV_WC_LOC_PROT_ERR;
+		return EXEC_DONE;
+	}
+	/* Gather the operand (our own memory, which may be unmapped). */
+	for (i = 0; i < lb.n; i++) {
+		struct iovec to = { p, lb.iov[i].iov_len };
+
+		if (process_vm_readv(getpid(), &to, 1, &lb.iov[i], 1, 0) !=
+		    (ssize_t)lb.iov[i].iov_len) {
+			o->req_status = IBV_WC_LOC_PROT_ERR;
+			goto out;
+		}
+		p += lb.iov[i].iov_len;
+	}
+	o->byte_len = 8;
+	if (!srdma_resp_qp_allows(t, IBV_ACCESS_REMOTE_WRITE)) {
+		o->req_status = IBV_WC_REM_INV_REQ_ERR;
+		o->resp_error = true;
+		o->resp_event = IBV_EVENT_QP_REQ_ERR;
+		goto out;
+	}
+	r = srdma_resp_rkey(t, w->rkey, IBV_ACCESS_REMOTE_WRITE,
+			    w->remote_addr, 8, &m);
+	if (r) {
+		o->req_status = IBV_WC_REM_ACCESS_ERR;
+		o->resp_error = true;
+		o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
+		goto out;
+	}
+	r = srdma_resp_atomic_write(t, &m, val);
+	srdma_resp_rkey_put(t, &m);
+	if (r == -EIO)
+		o->req_status = IBV_WC_GENERAL_ERR;
+	else if (r) {
+		o->req_status = r == -ESRCH ? peer_gone_status(qp) :
+				IBV_WC_REM_ACCESS_ERR;
+		o->resp_error = r != -ESRCH;
+		o->resp_event = IBV_EVENT_QP_ACCESS_ERR;
+	}
+out:
+	local_release(&lb);
+	return EXEC_DONE;
+}
+
 /* ---- local operations (bind, invalidate) --------------------------------- */
 
 static int exec_local_inv(struct srdma_qp *qp, struct srdma_swqe *w,
@@ -688,6 +749,9 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		r = exec_atomic(qp, w, &t, &o);
 		break;
+	case IBV_WR_ATOMIC_WRITE:
+		r = exec_atomic_write(qp, w, &t, &o);
+		break;
 	default:
 		o.req_status = IBV_WC_LOC_QP_OP_ERR;
 		break;
@@ -738,6 +802,7 @@ static bool opcode_ok(enum ibv_qp_type type, uint32_t op)
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_WRITE:
 		return type == IBV_QPT_RC;
 	default:
 		return false;
@@ -767,7 +832,9 @@ static int convert(struct srdma_qp *qp, struct ibv_send_wr *wr,
 	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
 	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 	    wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		if (total > qp->cap.max_inline_data)
+		/* An ATOMIC_WRITE operand is no payload: any QP inlines it. */
+		if (total > qp->cap.max_inline_data &&
+		    wr->opcode != IBV_WR_ATOMIC_WRITE)
 			return EINVAL;
 		w->is_inline = true;
 	}
@@ -800,6 +867,14 @@ static int convert(struct srdma_qp *qp, struct ibv_send_wr *wr,
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
+		break;
+	case IBV_WR_ATOMIC_WRITE:
+		/* 8 bytes (the operand, from the SGEs or inline) to an
+		 * 8-byte aligned remote address (rdma-core's ibv_wr_post). */
+		if ((wr->wr.rdma.remote_addr & 7) || total != 8)
+			return EINVAL;
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
 		break;
 	case IBV_WR_BIND_MW:
 		if (wr->num_sge)

@@ -483,6 +483,21 @@ int srdma_resp_atomic(struct srdma_target *t, const struct srdma_rmem *m,
 	return r;
 }
 
+int srdma_resp_atomic_write(struct srdma_target *t, const struct srdma_rmem *m,
+			    uint64_t val)
+{
+	struct iovec self = { &val, 8 };
+	pthread_mutex_t *lk;
+	int r;
+
+	lk = srdma_host_atomic_lock(t->ctx, t->p->pid, m->ref.host_addr);
+	if (!lk)
+		return -EIO;
+	r = xcopy(t->p, &self, 1, m->ref.host_addr, 8, true);
+	srdma_shm_unlock(lk);
+	return r;
+}
+
 int srdma_resp_invalidate(struct srdma_target *t, uint32_t rkey)
 {
 	if (srdma_key_remote_invalidate(&t->p->kv, rkey, t->qp->pd_handle))

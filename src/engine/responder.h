@@ -155,6 +155,14 @@ int srdma_resp_atomic(struct srdma_target *t, const struct srdma_rmem *m,
 		      bool cmp_swap, uint64_t cmp_add, uint64_t swap,
 		      uint64_t *orig);
 
+/**
+ * srdma_resp_atomic_write() - ATOMIC_WRITE: store @val into the 8 aligned
+ * bytes of @m under the host-wide atomic lock (the one srdma_resp_atomic
+ * takes). Return: 0, -EFAULT, -ESRCH, -EIO (no lock).
+ */
+int srdma_resp_atomic_write(struct srdma_target *t, const struct srdma_rmem *m,
+			    uint64_t val);
+
 /* SEND_WITH_INV: invalidate @rkey in the target QP's PD. 0 or -EINVAL. */
 int srdma_resp_invalidate(struct srdma_target *t, uint32_t rkey);
 

@@ -114,6 +114,9 @@ SRDMA_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct srdma_context *ctx = srdma_ctx_lookup(context);
 	int ret;
 
+	/* An alias from ibv_import_device: one reference less (ibv_dm.c). */
+	if (ctx && srdma_verbs_import_release(context))
+		return 0;
 	if (!ctx) {
 		/* A fork child closing its parent's context: ours only. */
 		if (context && srdma_handle_forget_inherited(to_sctx(context),
@@ -239,8 +242,9 @@ SRDMA_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
-/* Slots of the port's GID table: IB has one, Ethernet SRDMA_GID_MAX of
- * which the first ctx->gids.n are filled (the rest read as empty). */
+/* Slots of the port's GID table: IB SRDMA_GID_TBL_LEN, Ethernet
+ * SRDMA_GID_MAX, of which the first ctx->gids.n are filled (the rest read
+ * as empty). */
 static uint32_t gid_tbl_len(void)
 {
 	return srdma_link_is_eth() ? SRDMA_GID_MAX : SRDMA_GID_TBL_LEN;

@@ -67,13 +67,16 @@ static struct srdma_cq *cqx_to_scq(struct ibv_cq_ex *ibcq)
 
 /*
  * SGE entries per WR in qp->bld_sge: room for max_send_sge SGEs, or for
- * one SGE plus max_inline_data bytes. Constant for the QP (cap is
- * immutable), and at least 1 since qp.c grants max_send_sge >= 1.
+ * one SGE plus max_inline_data bytes, or for one SGE plus an ATOMIC_WRITE
+ * operand (8 bytes). Constant for the QP (cap is immutable), at least 2.
  */
 static uint32_t bld_stride(const struct srdma_qp *qp)
 {
 	uint32_t inl = 1 + (qp->cap.max_inline_data + sizeof(struct ibv_sge) -
 			    1) / sizeof(struct ibv_sge);
+
+	if (inl < 2)
+		inl = 2;	/* the ATOMIC_WRITE operand */
 
 	return qp->cap.max_send_sge > inl ? qp->cap.max_send_sge : inl;
 }
@@ -322,6 +325,36 @@ static void qpx_wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
 	}
 }
 
+/*
+ * ATOMIC_WRITE: the 8 bytes travel inline (the WR's stretch has room for
+ * one SGE and 16 bytes, bld_stride()), whatever max_inline_data is: they
+ * are the operation's operand, not a payload (requester.c).
+ */
+static void qpx_wr_atomic_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
+				uint64_t remote_addr, const void *atomic_wr)
+{
+	struct srdma_qp *qp = qpx_to_sqp(ibqp);
+	struct ibv_send_wr *wr;
+	struct ibv_sge *sge;
+
+	if (!atomic_wr) {
+		bld_fail(qp, EINVAL);
+		return;
+	}
+	wr = bld_add(qp, IBV_WR_ATOMIC_WRITE);
+	if (!wr)
+		return;
+	wr->wr.rdma.rkey = rkey;
+	wr->wr.rdma.remote_addr = remote_addr;
+	sge = bld_sges(qp, qp->bld_n - 1);
+	memcpy(sge + 1, atomic_wr, 8);
+	sge->addr = 0;	/* fixed up in wr_complete */
+	sge->length = 8;
+	sge->lkey = 0;
+	wr->num_sge = 1;
+	wr->send_flags |= IBV_SEND_INLINE;
+}
+
 /* Operations softrdma does not offer (not grantable in send_ops_flags). */
 static void qpx_wr_send_tso(struct ibv_qp_ex *ibqp, void *hdr, uint16_t hdr_sz,
 			    uint16_t mss)
@@ -329,11 +362,6 @@ static void qpx_wr_send_tso(struct ibv_qp_ex *ibqp, void *hdr, uint16_t hdr_sz,
 	bld_fail(qpx_to_sqp(ibqp), EOPNOTSUPP);
 }
 
-static void qpx_wr_atomic_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
-				uint64_t remote_addr, const void *atomic_wr)
-{
-	bld_fail(qpx_to_sqp(ibqp), EOPNOTSUPP);
-}
 
 static void qpx_wr_set_xrc_srqn(struct ibv_qp_ex *ibqp, uint32_t remote_srqn)
 {
@@ -605,16 +633,20 @@ static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
 	return cqx_to_scq(ibcq)->cur.dlid_path_bits;
 }
 
-/* No timestamps, VLANs, flow tags or tag matching: all read as zero. */
+/* Stamped by the producer when the CQ was created with the flag (cq.c):
+ * the free-running clock in ticks of hca_core_clock (1 GHz), and the wall
+ * clock in nanoseconds. 0 without the flag. */
 static uint64_t cqx_read_completion_ts(struct ibv_cq_ex *ibcq)
 {
-	return 0;
+	return cqx_to_scq(ibcq)->cur.ts_ns;
 }
 
 static uint64_t cqx_read_completion_wallclock_ns(struct ibv_cq_ex *ibcq)
 {
-	return 0;
+	return cqx_to_scq(ibcq)->cur.wall_ns;
 }
+
+/* No VLANs, flow tags or tag matching: they read as zero. */
 
 static uint16_t cqx_read_cvlan(struct ibv_cq_ex *ibcq)
 {
@@ -637,8 +669,8 @@ static void cqx_read_tm_info(struct ibv_cq_ex *ibcq,
  * @cq: CQ being created through ibv_create_cq_ex
  *
  * Every read_* op is set whatever wc_flags the application asked for;
- * the ones softrdma has no data for (timestamps, cvlan, flow tag, tag
- * matching) read as zero.
+ * the ones softrdma has no data for (cvlan, flow tag, tag matching)
+ * read as zero, as do timestamps the CQ was not created for.
  *
  * Context: create path, before the CQ is published; takes no lock.
  */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/dm.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "verbs/verbs_int.h"
@@ -50,6 +51,8 @@ static int op_query_port(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
+#define SRDMA_DEVICE_ATOMIC_WRITE (1ULL << 40)
+
 static int op_query_device_ex(struct ibv_context *context,
 			      const struct ibv_query_device_ex_input *input,
 			      struct ibv_device_attr_ex *attr,
@@ -58,6 +61,12 @@ static int op_query_device_ex(struct ibv_context *context,
 	struct srdma_context *ctx = srdma_ctx_lookup(context);
 	struct ibv_device_attr_ex a;
 
+	/* A fork child may query its parent's context for the device's
+	 * immutable limits, as before ibv_alloc_dm there (ibv_dm.c; pyverbs
+	 * does): nothing read below is shared memory. */
+	if (!ctx && context &&
+	    srdma_handle_check_inherited(to_sctx(context), SRDMA_OBJ_CTX))
+		ctx = to_sctx(context);
 	if (!ctx || !attr)
 		return EINVAL;
 	if (input && input->comp_mask)
@@ -80,7 +89,41 @@ static int op_query_device_ex(struct ibv_context *context,
 			IBV_ODP_SUPPORT_SRQ_RECV;
 	}
 	a.phys_port_cnt_ex = 1;
+	/* ATOMIC_WRITE (IB_UVERBS_DEVICE_ATOMIC_WRITE, newer than rdma-core
+	 * 44's headers): only the host transport carries it, and an IB port
+	 * never uses the net transport (docs/design/dm.md). */
+	if (!srdma_link_is_eth())
+		a.device_cap_flags_ex |= SRDMA_DEVICE_ATOMIC_WRITE;
+	a.max_dm_size = SRDMA_MAX_DM_SIZE;	/* core/dm.h */
+	/* Completion timestamps (core/clock.c): a 64-bit 1 GHz counter. */
+	a.completion_timestamp_mask = UINT64_MAX;
+	a.hca_core_clock = SRDMA_HCA_CORE_CLOCK_KHZ;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
+/*
+ * The device's free-running clock (core/clock.c). mlx5 returns its cycle
+ * count in raw_clock.tv_nsec with tv_sec 0; the man page gives a timespec.
+ * At 1 GHz the normalised timespec of the counter reads the same both
+ * ways (tv_sec * 10^9 + tv_nsec is the tick count).
+ */
+static int op_query_rt_values(struct ibv_context *context,
+			      struct ibv_values_ex *values)
+{
+	struct srdma_context *ctx = srdma_ctx_lookup(context);
+	uint64_t now;
+
+	if (!ctx || !values)
+		return EINVAL;
+	if (!(values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK)) {
+		values->comp_mask = 0;
+		return 0;
+	}
+	now = srdma_now_ns();
+	values->raw_clock.tv_sec = (time_t)(now / 1000000000u);
+	values->raw_clock.tv_nsec = (long)(now % 1000000000u);
+	values->comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
 	return 0;
 }
 
@@ -133,6 +176,8 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	v->query_port = op_query_port;
 	v->query_device_ex = op_query_device_ex;
 	v->advise_mr = op_advise_mr;
+	v->query_rt_values = op_query_rt_values;
 	v->open_xrcd = op_open_xrcd;
 	v->create_srq_ex = op_create_srq_ex;
+	srdma_verbs_set_dm_ops(ctx);
 }

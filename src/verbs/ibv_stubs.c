@@ -26,12 +26,6 @@
 /* Stubs ignore their arguments by design, whatever the build flags. */
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
-static void *null_eopnotsupp(void)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 /*
  * Data-path names softrdma does not offer: ECE, Ethernet L2 resolution
  * and multicast attach (the device reports no multicast support).
@@ -73,46 +67,6 @@ SRDMA_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 				  uint16_t lid)
 {
 	return EOPNOTSUPP;
-}
-
-/*
- * Object import shares kernel objects between processes through a uverbs
- * command fd. There is no such fd here, so import always fails and the
- * unimport calls, which can only receive what import returned, do nothing.
- */
-
-SRDMA_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
-					  uint32_t pd_handle)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
-{
-}
-
-SRDMA_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
-{
-}
-
-SRDMA_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
-					  uint32_t dm_handle)
-{
-	return null_eopnotsupp();
-}
-
-SRDMA_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
-{
 }
 
 /*

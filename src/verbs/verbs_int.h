@@ -23,6 +23,15 @@ void srdma_verbs_cqex_init(struct srdma_cq *cq);
 /* The data-path ops of ibv_dp.c. */
 void srdma_verbs_set_dp_ops(struct srdma_context *ctx);
 
+/* Device memory ops (ibv_dm.c). */
+void srdma_verbs_set_dm_ops(struct srdma_context *ctx);
+/**
+ * srdma_verbs_import_release() - ibv_close_device of @context: if
+ * ibv_import_device handed it out as an alias, drop one reference and
+ * return true (the context stays open); false otherwise.
+ */
+bool srdma_verbs_import_release(struct ibv_context *context);
+
 /* Attributes of the device / port 1 as this context reports them. */
 void srdma_fill_device_attr(struct srdma_context *ctx,
 			    struct ibv_device_attr *a);
@@ -61,7 +70,13 @@ struct ibv_mr *srdma_verbs_reg(struct ibv_pd *pd,
 void srdma_verbs_fork_note_range(void);
 void srdma_verbs_fork_env(void);
 
-#define SRDMA_GID_TBL_LEN 1
+/*
+ * Slots of an InfiniBand port's GID table, as a ConnectX-5 shows: GID[0]
+ * (LID-derived) is the only filled one; the others read as the zero GID
+ * and ibv_query_gid_ex reports them ENODATA, as a real table's empty
+ * slots.
+ */
+#define SRDMA_GID_TBL_LEN 8
 #define SRDMA_PKEY_DEFAULT 0xffff
 
 #endif

@@ -54,6 +54,12 @@ endforeach()
 # tests, so 340 s bounds even a run where every one of them hangs.
 srdma_pyverbs_test_with(${SRDMA_PYVERBS_RDMACM_RUNNER} test_rdmacm
 	conformance 360 test_rdmacm)
+# Object import within a process (docs/design/dm.md): a shared PD and MR.
+srdma_pyverbs_test(test_shared_pd conformance 300 test_shared_pd)
+# Completion timestamps (docs/design/dm.md): the real-time RC test runs;
+# the free-running ones convert with mlx5dv (vendor), the raw ones need raw
+# packet QPs.
+srdma_pyverbs_test(test_mlx5_timestamp conformance 300 test_mlx5_timestamp)
 
 # The whole suite, every module (vendor ones too), with its counts and the
 # reason for every skip sorted into vendor and other (full_suite.sh); on an

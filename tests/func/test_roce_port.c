@@ -69,6 +69,40 @@ static uint32_t netdev_mtu(uint32_t ifindex)
 	return m;
 }
 
+/*
+ * An IB port's table as a ConnectX shows it: GID[0] filled, the other
+ * slots empty. An empty slot reads as the zero GID through ibv_query_gid,
+ * is ENODATA for ibv_query_gid_ex and is left out of ibv_query_gid_table
+ * (pyverbs' test_query_gid_ex_bad_flow); beyond the table is EINVAL.
+ */
+static void ib_empty_gid_slots(struct ibv_context *ctx, int tbl_len)
+{
+	struct ibv_gid_entry ents[8], e;
+	union ibv_gid g, zero;
+	int i;
+
+	memset(&zero, 0, sizeof(zero));
+	assert_int_equal(ibv_query_gid(ctx, 1, 0, &g), 0);
+	fu_expect(memcmp(&g, &zero, sizeof(g)) != 0, "GID[0] is zero");
+	fu_expect_int(ibv_query_gid_ex(ctx, 1, 0, &e, 0), 0, "GID[0] ex");
+	for (i = 1; i < tbl_len; i++) {
+		memset(&g, 0xa5, sizeof(g));
+		fu_expect_int(ibv_query_gid(ctx, 1, i, &g), 0, "empty slot");
+		fu_expect(!memcmp(&g, &zero, sizeof(g)),
+			  "empty GID[%d] is not zero", i);
+		fu_expect_int(ibv_query_gid_ex(ctx, 1, (uint32_t)i, &e, 0),
+			      ENODATA, "query_gid_ex of an empty slot");
+	}
+	errno = 0;
+	fu_expect(ibv_query_gid(ctx, 1, tbl_len, &g) == -1 && errno == EINVAL,
+		  "query_gid beyond the table: errno %d", errno);
+	fu_expect_int(ibv_query_gid_ex(ctx, 1, (uint32_t)tbl_len, &e, 0),
+		      ENODATA, "query_gid_ex beyond the table");
+	fu_expect(ibv_query_gid_table(ctx, ents, 8, 0) == 1,
+		  "query_gid_table lists %zd entries, want 1",
+		  ibv_query_gid_table(ctx, ents, 8, 0));
+}
+
 static void test_port_attributes(void **state)
 {
 	struct ibv_port_attr p;
@@ -83,8 +117,9 @@ static void test_port_attributes(void **state)
 		fu_expect_int(p.link_layer, IBV_LINK_LAYER_INFINIBAND,
 			      "default link layer");
 		fu_expect(p.lid != 0, "IB LID 0");
-		fu_expect_int(p.gid_tbl_len, 1, "IB gid_tbl_len");
+		fu_expect_int(p.gid_tbl_len, 8, "IB gid_tbl_len");
 		fu_expect_int(p.active_mtu, IBV_MTU_4096, "IB active_mtu");
+		ib_empty_gid_slots(A.ctx, p.gid_tbl_len);
 		fu_done();
 		return;
 	}

@@ -243,9 +243,17 @@ struct srdma_shm_cqe {
 	uint16_t pkey_index;
 	uint16_t reserved0;
 	uint32_t vendor_err;
-	uint64_t reserved[2];
+	uint64_t ts_ns;			/* CLOCK_MONOTONIC ns when posted, if
+					 * the CQ has SRDMA_CQF_TS, else 0 */
+	uint64_t wall_ns;		/* CLOCK_REALTIME ns, SRDMA_CQF_WALL */
 };
 static_assert(sizeof(struct srdma_shm_cqe) == 64, "CQE is ABI");
+
+/* srdma_shm_cq.flags: what producers stamp into each CQE. */
+enum {
+	SRDMA_CQF_TS = 1 << 0,		/* ts_ns (free-running clock) */
+	SRDMA_CQF_WALL = 1 << 1,	/* wall_ns */
+};
 
 /* CQ arming, stored in srdma_shm_cq.armed. */
 enum {
@@ -270,7 +278,9 @@ struct srdma_shm_cq {
 					 * for none; immutable while LIVE */
 	uint32_t gen;			/* bumped per create; immutable */
 	uint32_t limit;			/* the application's cqe; as size */
-	uint64_t reserved[4];
+	uint32_t flags;			/* SRDMA_CQF_*; immutable while LIVE */
+	uint32_t reserved0;
+	uint64_t reserved[3];
 };
 static_assert(sizeof(struct srdma_shm_cq) == 128, "CQ entry is ABI");
 

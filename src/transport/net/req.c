@@ -1390,6 +1390,11 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *sw)
 		w->mw_new_rkey = sw->mw_new_rkey;
 		w->bind = sw->bind;
 		w->len = 0;
+	} else if (w->opcode == IBV_WR_ATOMIC_WRITE) {
+		/* Not carried on the wire (docs/design/dm.md): fails
+		 * locally, completing in order. */
+		w->status = IBV_WC_LOC_QP_OP_ERR;
+		w->len = 0;
 	} else if (sw->is_inline && w->len) {
 		uint8_t *d = r->inl + (size_t)s * r->max_inline;
 
