@@ -73,8 +73,10 @@ decode_access() {
 # ---- help and usage -----------------------------------------------------
 check "srdma help exits 0 and prints usage" \
 	bash -c '"$0" help | grep -q "usage: srdma"' "$SRDMA"
-check "srdma with no arguments prints usage" \
-	bash -c '"$0" | grep -q "usage: srdma"' "$SRDMA"
+check "srdma with no arguments prints usage to stderr" \
+	bash -c '"$0" 2>&1 >/dev/null | grep -q "usage: srdma"' "$SRDMA"
+"$SRDMA" >/dev/null 2>&1
+check "srdma with no arguments exits 2" test $? -eq 2
 "$SRDMA" frobnicate >/dev/null 2>&1
 check "unknown command exits 2" test $? -eq 2
 
