@@ -792,12 +792,24 @@ static char *xstrdup(const char *s)
 	return d;
 }
 
-/* Field @name of @r: its text @text and JSON value @json (either NULL). */
+/* Field @name of @r: its text @text and JSON value @json (either NULL);
+ * replaces an earlier value of the same field. */
 static void rec_put(struct rec *r, const char *name, const char *text,
 		    const char *json)
 {
 	struct field *f;
+	unsigned int i;
 
+	for (i = 0; i < r->n; i++) {
+		f = &r->f[i];
+		if (strcmp(f->name, name))
+			continue;
+		free(f->text);
+		free(f->json);
+		f->text = xstrdup(text);
+		f->json = xstrdup(json);
+		return;
+	}
 	if (r->n == r->cap) {
 		unsigned int cap = r->cap ? r->cap * 2 : 16;
 
@@ -1403,6 +1415,11 @@ static void net_qp_row(struct scan *sc, uint32_t slot, struct srdma_shm_qp *sh,
 		      ? "host+net"
 		      : "host";
 	rec_str(qr, "via", "%s", via);
+	/* The live PSNs of the net half, rather than those set at modify. */
+	rec_hex(qr, "sq_psn", 6,
+		atomic_load_explicit(&st->sq_psn, memory_order_relaxed));
+	rec_hex(qr, "rq_psn", 6,
+		atomic_load_explicit(&st->rq_psn, memory_order_relaxed));
 	r = ctx_rec(&sc->st->netqps, sc);
 	rec_hex(r, "qpn", 0, (sc->c->lid << SRDMA_QPN_SHIFT) | slot);
 	rec_str(r, "type", "%s", type);

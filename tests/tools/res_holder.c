@@ -78,7 +78,7 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type, bool use_srq)
 		.recv_cq = rcq,
 		.srq = use_srq ? srq : NULL,
 		.qp_type = type,
-		.cap = {.max_send_wr = 16, .max_recv_wr = 16,
+		.cap = {.max_send_wr = 32, .max_recv_wr = 32,
 			.max_send_sge = 1, .max_recv_sge = 1},
 	};
 	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
@@ -358,9 +358,6 @@ int main(int argc, char **argv)
 		memcpy(mine.gid, my_gid.raw, 16);
 		fd = server ? tcp_connect(NULL, argv[2], true)
 			    : tcp_connect(argv[2], argv[3], false);
-		if (server)
-			for (i = 0; i < NET_MSGS; i++)
-				post_recv(a, i);
 		trade(fd, &mine, &theirs);
 		{
 			union ibv_gid g;
@@ -369,6 +366,9 @@ int main(int argc, char **argv)
 			connect_qp(a, theirs.qpn, 0, &g, mine.psn,
 				   theirs.psn);
 		}
+		if (server)
+			for (i = 0; i < NET_MSGS; i++)
+				post_recv(a, i);
 		/* Both are at RTS, the server's receives are posted. */
 		trade(fd, &mine, &theirs);
 		if (server) {

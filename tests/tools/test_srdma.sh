@@ -290,8 +290,8 @@ if [ -n "$RES_HOLDER" ]; then
 			grep -Eq "$re" <<<"$out"
 	done
 	check "... 5 QPs in all" test "$nqp" -eq 5
-	check "... the RC sender: 3 sends, RQ 1/16" \
-		grep -Eq "^ *[0-9]+ +$rpid +0x[0-9a-f]+1 +RC .* 3 +0 +0 +1/16 " \
+	check "... the RC sender: 3 sends, RQ 1/32" \
+		grep -Eq "^ *[0-9]+ +$rpid +0x[0-9a-f]+1 +RC .* 3 +0 +0 +1/32 " \
 		<<<"$out"
 	check "... the RC receiver: 3 receives, from the SRQ" \
 		grep -Eq "^ *[0-9]+ +$rpid +0x[0-9a-f]+2 +RC .* 0 +3 +0 +srq 0 " \
