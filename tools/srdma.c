@@ -5,7 +5,8 @@
  *
  *   srdma run [--] PROGRAM ARGS...   exec PROGRAM with softrdma's libraries
  *                                    first on LD_LIBRARY_PATH
- *   srdma status [--all] [--no-reap] live contexts and their MRs and MWs
+ *   srdma status [--all] [--no-reap] [--json]
+ *                                    live contexts and their resources
  *   srdma devices                    the software device(s)
  *   srdma sysfs [show|mount|umount|run PROGRAM]
  *                                    the device's sysfs tree (srdma_sysfs.c)
@@ -24,10 +25,14 @@
  * Segments are sparse tmpfs files. Reading a hole through a shared mapping
  * would allocate it, so only the data extents of the file (SEEK_DATA /
  * SEEK_HOLE) are scanned; slots in holes were never written and are FREE.
- * Layout of everything read here: src/transport/host/shm_layout.h, and
- * for net QPs (RoCE ports) their counters, struct srdma_net_qp_stats of
- * src/transport/net/net.h. Not here: other QPs, CQs and counters beyond
- * the segment header.
+ * Layout of everything read here: src/transport/host/shm_layout.h (key,
+ * CQ, QP and SRQ tables, and the resource table: PDs and the mirrored net
+ * endpoint counters, core/restrack.h), and for net QPs (RoCE ports) their
+ * counters, struct srdma_net_qp_stats of src/transport/net/net.h. Every
+ * object becomes a record (named fields, text and JSON forms), printed as
+ * tables or, with --json, as one JSON document; an entry whose fields make
+ * no sense is shown as GARBAGE (docs/design/host-segment.md, "The resource
+ * table and srdma status").
  */
 #include <arpa/inet.h>
 #include <assert.h>

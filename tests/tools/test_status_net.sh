@@ -8,8 +8,9 @@
 # each, connected over RoCEv2 (GIDs of the hosts' IPv4 addresses); the
 # client SENDs 20 messages of 1000 bytes, the server receives them, and
 # both hold their resources. Then `srdma status` in each host must show:
-#   - the QP: RC, RTS, VIA net, the peer's QPN and GID, the PSNs each side
-#     chose, 20 sends (client) / 20 receives (server);
+#   - the QP: RC, RTS, VIA net, the peer's QPN and GID, its live PSNs (20
+#     packets past those set at connect), 20 sends (client) / 20
+#     receives (server);
 #   - its net counters: at least 20 packets and 20,000 bytes sent (client)
 #     and received (server), ACKs the other way;
 #   - the port's endpoint counters, mirrored from process memory: at least
