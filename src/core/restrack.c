@@ -102,12 +102,10 @@ void srdma_rt_ep_mirror(struct srdma_context *ctx)
 	clock_gettime(CLOCK_REALTIME, &ts);
 
 	seq = atomic_load_explicit(&rt->ep_seq, memory_order_relaxed);
-	if ((seq & 1) ||
-	    !atomic_compare_exchange_strong_explicit(&rt->ep_seq, &seq,
-						     seq + 1,
-						     memory_order_relaxed,
-						     memory_order_relaxed))
-		return;	/* another owner thread is mirroring right now */
+	if ((seq & 1) || !atomic_compare_exchange_strong_explicit(
+				 &rt->ep_seq, &seq, seq + 1,
+				 memory_order_relaxed, memory_order_relaxed))
+		return; /* another owner thread is mirroring right now */
 	atomic_thread_fence(memory_order_release);
 	for (i = 0; i < SRDMA_RT_EP_NCOUNTERS; i++)
 		atomic_store_explicit(&rt->ep[i], w[i], memory_order_relaxed);
@@ -139,8 +137,8 @@ enum srdma_rt_snap srdma_rt_ep_snapshot(struct srdma_shm_rt *rt,
 			continue;
 		}
 		for (i = 0; i < SRDMA_RT_EP_WORDS; i++)
-			out->ep[i] = atomic_load_explicit(
-				&rt->ep[i], memory_order_relaxed);
+			out->ep[i] = atomic_load_explicit(&rt->ep[i],
+							  memory_order_relaxed);
 		for (i = 0; i < SRDMA_RT_EP_DROPS; i++)
 			out->drops[i] = atomic_load_explicit(
 				&rt->ep_drops[i], memory_order_relaxed);

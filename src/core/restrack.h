@@ -43,16 +43,16 @@ void srdma_rt_ep_mirror(struct srdma_context *ctx);
 
 /* A consistent copy of a resource table's endpoint mirror. */
 struct srdma_rt_ep_snap {
-	uint64_t time_ns;			/* CLOCK_REALTIME of the mirror */
-	uint64_t ep[SRDMA_RT_EP_WORDS];		/* SRDMA_RT_EP_* */
-	uint64_t drops[SRDMA_RT_EP_DROPS];	/* by enum srdma_drop */
+	uint64_t time_ns;		   /* CLOCK_REALTIME of the mirror */
+	uint64_t ep[SRDMA_RT_EP_WORDS];	   /* SRDMA_RT_EP_* */
+	uint64_t drops[SRDMA_RT_EP_DROPS]; /* by enum srdma_drop */
 };
 
 /* srdma_rt_ep_snapshot() results. */
 enum srdma_rt_snap {
 	SRDMA_RT_SNAP_OK = 0,
-	SRDMA_RT_SNAP_NONE,	/* never mirrored: no net endpoint */
-	SRDMA_RT_SNAP_TORN,	/* writer died mid-update, or garbage */
+	SRDMA_RT_SNAP_NONE, /* never mirrored: no net endpoint */
+	SRDMA_RT_SNAP_TORN, /* writer died mid-update, or garbage */
 };
 
 /**

@@ -115,8 +115,8 @@ static void test_status_garbage(void **state)
 	fu_expect(fd >= 0, "open %s: %s", path, strerror(errno));
 	if (fd < 0)
 		goto out;
-	seg = mmap(NULL, SRDMA_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   fd, 0);
+	seg = mmap(NULL, SRDMA_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   0);
 	assert_true(seg != MAP_FAILED);
 	close(fd);
 	qp = (struct srdma_shm_qp *)((char *)seg + SRDMA_SEG_QP_OFF) +
@@ -124,14 +124,16 @@ static void test_status_garbage(void **state)
 	for (i = 0; i < 16 && !cq; i++) {
 		struct srdma_shm_cq *c =
 			(struct srdma_shm_cq *)((char *)seg +
-						SRDMA_SEG_CQ_OFF) + i;
+						SRDMA_SEG_CQ_OFF) +
+			i;
 		if (atomic_load(&c->state) == SRDMA_OBJ_LIVE)
 			cq = c;
 	}
 	for (i = 0; i < 16 && !srq; i++) {
 		struct srdma_shm_srq *q =
 			(struct srdma_shm_srq *)((char *)seg +
-						 SRDMA_SEG_SRQ_OFF) + i;
+						 SRDMA_SEG_SRQ_OFF) +
+			i;
 		if (atomic_load(&q->live) == SRDMA_OBJ_LIVE)
 			srq = q;
 	}
@@ -139,7 +141,8 @@ static void test_status_garbage(void **state)
 	for (slot = 0; slot < 1024 && !key; slot++) {
 		struct srdma_shm_key *k =
 			(struct srdma_shm_key *)((char *)seg +
-						 SRDMA_SEG_KEY_OFF) + slot;
+						 SRDMA_SEG_KEY_OFF) +
+			slot;
 		if (atomic_load(&k->key) == A.mr->lkey)
 			key = k;
 	}
@@ -148,8 +151,7 @@ static void test_status_garbage(void **state)
 		  (void *)srq, (void *)key);
 	if (!cq || !srq || !key)
 		goto out_unmap;
-	fu_expect(rt->magic == SRDMA_RT_MAGIC &&
-			  atomic_load(&rt->n_pd) == 1,
+	fu_expect(rt->magic == SRDMA_RT_MAGIC && atomic_load(&rt->n_pd) == 1,
 		  "resource table magic %#x, %u PDs", rt->magic,
 		  atomic_load(&rt->n_pd));
 	memcpy(&cq_save, cq, sizeof(cq_save));
@@ -199,8 +201,7 @@ static void test_status_garbage(void **state)
 	atomic_store(&rt->ep_seq, 7);
 	atomic_store(&rt->pd[SRDMA_RT_PD_SLOTS - 1].handle, 0xdeadbeefu);
 	{
-		static const char *const want[] = {"TORN", "3735928559",
-						   NULL};
+		static const char *const want[] = {"TORN", "3735928559", NULL};
 
 		check_status("endpoint seqlock odd, unknown PD", want);
 	}

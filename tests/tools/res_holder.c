@@ -42,10 +42,10 @@
 
 #include <infiniband/verbs.h>
 
-#define NSEND 3
+#define NSEND	   3
 #define SRQ_POSTED 5
-#define MSG_LEN 1000
-#define NET_MSGS 20
+#define MSG_LEN	   1000
+#define NET_MSGS   20
 
 static volatile sig_atomic_t stop;
 
@@ -69,7 +69,7 @@ static struct ibv_srq *srq;
 static struct ibv_mr *mr;
 static char *buf;
 static union ibv_gid my_gid;
-static int gid_index = -1;	/* -1: no GRH (InfiniBand, local mode) */
+static int gid_index = -1; /* -1: no GRH (InfiniBand, local mode) */
 
 static struct ibv_qp *make_qp(enum ibv_qp_type type, bool use_srq)
 {
@@ -78,8 +78,10 @@ static struct ibv_qp *make_qp(enum ibv_qp_type type, bool use_srq)
 		.recv_cq = rcq,
 		.srq = use_srq ? srq : NULL,
 		.qp_type = type,
-		.cap = {.max_send_wr = 32, .max_recv_wr = 32,
-			.max_send_sge = 1, .max_recv_sge = 1},
+		.cap = {.max_send_wr = 32,
+			.max_recv_wr = 32,
+			.max_send_sge = 1,
+			.max_recv_sge = 1},
 	};
 	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
 
@@ -93,8 +95,8 @@ static void to_init(struct ibv_qp *qp)
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ,
+		.qp_access_flags =
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 		.qkey = 0x11111111,
 	};
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
@@ -269,7 +271,8 @@ static int tcp_connect(const char *host, const char *port, bool server)
 
 int main(int argc, char **argv)
 {
-	struct ibv_qp *a = NULL, *b = NULL, *uc1 = NULL, *uc2 = NULL, *ud = NULL;
+	struct ibv_qp *a = NULL, *b = NULL, *uc1 = NULL, *uc2 = NULL,
+		      *ud = NULL;
 	struct ibv_device **list;
 	struct ibv_port_attr port;
 	struct sigaction sa;
@@ -282,8 +285,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	if (net && !(server ? argc >= 3 : argc >= 4 &&
-				      !strcmp(argv[1], "client"))) {
+	if (net &&
+	    !(server ? argc >= 3 : argc >= 4 && !strcmp(argv[1], "client"))) {
 		fprintf(stderr, "usage: res_holder [server PORT [GID_INDEX] | "
 				"client ADDR PORT [GID_INDEX]]\n");
 		return 2;
@@ -363,8 +366,7 @@ int main(int argc, char **argv)
 			union ibv_gid g;
 
 			memcpy(g.raw, theirs.gid, 16);
-			connect_qp(a, theirs.qpn, 0, &g, mine.psn,
-				   theirs.psn);
+			connect_qp(a, theirs.qpn, 0, &g, mine.psn, theirs.psn);
 		}
 		if (server)
 			for (i = 0; i < NET_MSGS; i++)
@@ -379,7 +381,7 @@ int main(int argc, char **argv)
 				poll_n(scq, 1);
 			}
 		}
-		trade(fd, &mine, &theirs);	/* both done */
+		trade(fd, &mine, &theirs); /* both done */
 		print_qp("rc", a, theirs.qpn, mine.psn, theirs.psn);
 		printf("sent %d x %d B\n", server ? 0 : NET_MSGS, MSG_LEN);
 	}
