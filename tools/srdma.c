@@ -727,7 +727,7 @@ static void reclaim_dead(struct srdma_registry *r, const char *dir,
  * prints every section as an array of objects, in one document.
  */
 struct field {
-	const char *name;	/* a string literal */
+	const char *name; /* a string literal */
 	char *text;
 	char *json;
 };
@@ -738,11 +738,10 @@ struct rec {
 };
 
 struct section {
-	const char *name;	/* JSON member */
+	const char *name; /* JSON member */
 	struct rec *r;
 	size_t n, cap;
 };
-
 
 static struct rec *sec_add(struct section *s)
 {
@@ -947,7 +946,7 @@ static const struct field *rec_get(const struct rec *r, const char *name)
 struct col {
 	const char *head;
 	const char *field;
-	bool all_only;		/* only with --all */
+	bool all_only; /* only with --all */
 };
 
 /* Print section @s as a table of columns @cols, or @none if empty. */
@@ -1030,7 +1029,7 @@ struct scan {
 	struct status *st;
 	const struct ctx_view *c;
 	struct srdma_seg_hdr *s;
-	struct pd_use *pd;		/* sorted by handle */
+	struct pd_use *pd; /* sorted by handle */
 	size_t npd;
 	uint32_t n_cq, n_qp, n_srq, n_net;
 	uint64_t acks_delayed, acks_piggybacked; /* sum over its net QPs */
@@ -1106,13 +1105,13 @@ static void for_written(int fd, uint64_t base, uint64_t esz, uint32_t nslots,
 /* ---- keys (MRs and MWs) ---- */
 
 static const struct col key_cols[] = {
-	{">LID", "lid", false},		{">PID", "pid", false},
-	{"KIND", "kind", false},	{"KEY", "key", false},
-	{"STATE", "state", false},	{"RANGE", "range", false},
-	{">LENGTH", "length", false},	{"ACCESS", "access", false},
-	{"FLAGS", "flags", false},	{">PD", "pd", false},
+	{">LID", "lid", false},		  {">PID", "pid", false},
+	{"KIND", "kind", false},	  {"KEY", "key", false},
+	{"STATE", "state", false},	  {"RANGE", "range", false},
+	{">LENGTH", "length", false},	  {"ACCESS", "access", false},
+	{"FLAGS", "flags", false},	  {">PD", "pd", false},
 	{">INFLIGHT", "inflight", false}, {"BIND", "bind", false},
-	{">SLOT", "slot", true},	{"HOSTADDR", "host_addr", true},
+	{">SLOT", "slot", true},	  {"HOSTADDR", "host_addr", true},
 };
 
 static void key_row(struct scan *sc, uint32_t slot)
@@ -1143,11 +1142,11 @@ static void key_row(struct scan *sc, uint32_t slot)
 	rec_hex(r, "key", 8, sn.key);
 	rec_str(r, "state", "%s", state_str(sn.state));
 	if (sn.length && sn.length - 1 > UINT64_MAX - sn.iova)
-		rec_text(r, "range", "[0x%" PRIx64 ", +0x%" PRIx64 ")",
-			 sn.iova, sn.length);
+		rec_text(r, "range", "[0x%" PRIx64 ", +0x%" PRIx64 ")", sn.iova,
+			 sn.length);
 	else
-		rec_text(r, "range", "[0x%" PRIx64 ", 0x%" PRIx64 ")",
-			 sn.iova, sn.iova + sn.length);
+		rec_text(r, "range", "[0x%" PRIx64 ", 0x%" PRIx64 ")", sn.iova,
+			 sn.iova + sn.length);
 	rec_num(r, "iova", sn.iova);
 	rec_num(r, "length", sn.length);
 	bits_str(buf, sizeof(buf), sn.access, access_names,
@@ -1191,11 +1190,11 @@ static void key_row(struct scan *sc, uint32_t slot)
 /* ---- CQs ---- */
 
 static const struct col cq_cols[] = {
-	{">LID", "lid", false},		{">PID", "pid", false},
-	{">CQ", "cq", false},		{"STATE", "state", false},
-	{">CQE", "cqe", false},		{">SLOTS", "slots", false},
-	{">FILL", "fill", false},	{"CHANNEL", "channel", false},
-	{"ARMED", "armed", false},	{"OVERFLOW", "overflow", false},
+	{">LID", "lid", false},	   {">PID", "pid", false},
+	{">CQ", "cq", false},	   {"STATE", "state", false},
+	{">CQE", "cqe", false},	   {">SLOTS", "slots", false},
+	{">FILL", "fill", false},  {"CHANNEL", "channel", false},
+	{"ARMED", "armed", false}, {"OVERFLOW", "overflow", false},
 };
 
 static bool pow2(uint64_t v)
@@ -1291,15 +1290,15 @@ static void srq_row(struct scan *sc, uint32_t slot)
 		return;
 	}
 	rec_str(r, "state", "%s",
-		atomic_load_explicit(&q->error, memory_order_relaxed)
-			? "ERR"
-			: "LIVE");
+		atomic_load_explicit(&q->error, memory_order_relaxed) ? "ERR"
+								      : "LIVE");
 	rec_num(r, "pd", pd);
 	rec_num(r, "depth", size);
 	rec_num(r, "posted", (uint64_t)posted);
-	rec_num(r, "max_sge", __atomic_load_n(&q->rq.max_sge, __ATOMIC_RELAXED));
-	rec_num(r, "limit", atomic_load_explicit(&q->limit,
-						 memory_order_relaxed));
+	rec_num(r, "max_sge",
+		__atomic_load_n(&q->rq.max_sge, __ATOMIC_RELAXED));
+	rec_num(r, "limit",
+		atomic_load_explicit(&q->limit, memory_order_relaxed));
 	pu = pd_find(sc, pd);
 	if (pu)
 		pu->srqs++;
@@ -1308,14 +1307,14 @@ static void srq_row(struct scan *sc, uint32_t slot)
 /* ---- QPs ---- */
 
 static const struct col qp_cols[] = {
-	{">LID", "lid", false},		{">PID", "pid", false},
-	{"QPN", "qpn", false},		{"TYPE", "type", false},
-	{"STATE", "state", false},	{">PD", "pd", false},
-	{"VIA", "via", false},		{"PEER", "peer", false},
-	{"SQ PSN", "sq_psn", false},	{"RQ PSN", "rq_psn", false},
-	{">SENDS", "sends", false},	{">RECVS", "recvs", false},
-	{">ERRORS", "errors", false},	{"RQ", "rq", false},
-	{">SCQ", "send_cq", false},	{">RCQ", "recv_cq", false},
+	{">LID", "lid", false},	      {">PID", "pid", false},
+	{"QPN", "qpn", false},	      {"TYPE", "type", false},
+	{"STATE", "state", false},    {">PD", "pd", false},
+	{"VIA", "via", false},	      {"PEER", "peer", false},
+	{"SQ PSN", "sq_psn", false},  {"RQ PSN", "rq_psn", false},
+	{">SENDS", "sends", false},   {">RECVS", "recvs", false},
+	{">ERRORS", "errors", false}, {"RQ", "rq", false},
+	{">SCQ", "send_cq", false},   {">RCQ", "recv_cq", false},
 };
 
 static const struct col netqp_cols[] = {
@@ -1379,15 +1378,14 @@ static void rec_drops(struct rec *r, const char *name, const uint64_t *d,
 					    ? srdma_drop_str((enum srdma_drop)i)
 					    : "unknown";
 
-		if (!d[i] || tu >= sizeof(text) - 64 ||
-		    ju >= sizeof(json) - 64)
+		if (!d[i] || tu >= sizeof(text) - 64 || ju >= sizeof(json) - 64)
 			continue;
 		tu += (size_t)snprintf(text + tu, sizeof(text) - tu,
 				       "%s%s:%" PRIu64, tu ? " " : "", cause,
 				       d[i]);
 		ju += (size_t)snprintf(json + ju, sizeof(json) - ju,
-				       "%s\"%s\": %" PRIu64,
-				       ju > 1 ? ", " : "", cause, d[i]);
+				       "%s\"%s\": %" PRIu64, ju > 1 ? ", " : "",
+				       cause, d[i]);
 	}
 	snprintf(json + ju, sizeof(json) - ju, "}");
 	rec_put(r, name, tu ? text : NULL, json);
@@ -1397,8 +1395,8 @@ static void rec_drops(struct rec *r, const char *name, const uint64_t *d,
 static void net_qp_row(struct scan *sc, uint32_t slot, struct srdma_shm_qp *sh,
 		       const char *type, const char *state, struct rec *qr)
 {
-	uint64_t off = atomic_load_explicit(&sh->net_st_off,
-					    memory_order_acquire);
+	uint64_t off =
+		atomic_load_explicit(&sh->net_st_off, memory_order_acquire);
 	struct srdma_net_qp_stats *st;
 	uint64_t drops[SRDMA_DROP_MAX];
 	const char *via;
@@ -1509,7 +1507,8 @@ static void qp_row(struct scan *sc, uint32_t slot)
 	srq = __atomic_load_n(&sh->srq, __ATOMIC_RELAXED);
 	size = __atomic_load_n(&sh->rq.size, __ATOMIC_RELAXED);
 	posted = srq ? 0 : rq_posted(&sh->rq, size);
-	if (live != SRDMA_OBJ_LIVE || !type || !sname || srq > SRDMA_SEG_SRQ_SLOTS ||
+	if (live != SRDMA_OBJ_LIVE || !type || !sname ||
+	    srq > SRDMA_SEG_SRQ_SLOTS ||
 	    (!srq && (!pow2(size) || posted < 0))) {
 		rec_str(r, "state", "GARBAGE");
 		rec_num(r, "raw_state", live);
@@ -1551,10 +1550,8 @@ static void qp_row(struct scan *sc, uint32_t slot)
 		rec_text(r, "peer", "%s", peer);
 	}
 	rec_str(r, "via", "host");
-	rec_hex(r, "sq_psn", 6, __atomic_load_n(&sh->sq_psn,
-						       __ATOMIC_RELAXED));
-	rec_hex(r, "rq_psn", 6, __atomic_load_n(&sh->rq_psn,
-						       __ATOMIC_RELAXED));
+	rec_hex(r, "sq_psn", 6, __atomic_load_n(&sh->sq_psn, __ATOMIC_RELAXED));
+	rec_hex(r, "rq_psn", 6, __atomic_load_n(&sh->rq_psn, __ATOMIC_RELAXED));
 	rec_num(r, "sends", rd64(&sh->n_sent));
 	rec_num(r, "recvs", rd64(&sh->n_recv));
 	rec_num(r, "errors", rd64(&sh->n_err));
@@ -1577,10 +1574,10 @@ static void qp_row(struct scan *sc, uint32_t slot)
 /* ---- PDs and the endpoint, from the resource table ---- */
 
 static const struct col pd_cols[] = {
-	{">LID", "lid", false},	 {">PID", "pid", false},
-	{">PD", "pd", false},	 {">USERS", "users", false},
-	{">MRS", "mrs", false},	 {">MWS", "mws", false},
-	{">QPS", "qps", false},	 {">SRQS", "srqs", false},
+	{">LID", "lid", false}, {">PID", "pid", false},
+	{">PD", "pd", false},	{">USERS", "users", false},
+	{">MRS", "mrs", false}, {">MWS", "mws", false},
+	{">QPS", "qps", false}, {">SRQS", "srqs", false},
 };
 
 static const struct col ep_cols[] = {
@@ -1628,7 +1625,8 @@ static void pd_rows(struct scan *sc)
 		struct rec *r = ctx_rec(&sc->st->pds, sc);
 
 		rec_num(r, "pd", p->handle);
-		rec_num(r, "users", (uint64_t)p->mrs + p->mws + p->qps + p->srqs);
+		rec_num(r, "users",
+			(uint64_t)p->mrs + p->mws + p->qps + p->srqs);
 		rec_num(r, "mrs", p->mrs);
 		rec_num(r, "mws", p->mws);
 		rec_num(r, "qps", p->qps);
@@ -1649,7 +1647,7 @@ static void ep_row(struct scan *sc, struct srdma_shm_rt *rt)
 		return;
 	r = ctx_rec(&sc->st->eps, sc);
 	if (got == SRDMA_RT_SNAP_TORN) {
-		rec_str(r, "as_of", "TORN");	/* writer died mid-update */
+		rec_str(r, "as_of", "TORN"); /* writer died mid-update */
 		return;
 	}
 	when = (time_t)(sn.time_ns / 1000000000u);
@@ -1685,14 +1683,22 @@ static void ep_row(struct scan *sc, struct srdma_shm_rt *rt)
 /* ---- contexts ---- */
 
 static const struct col ctx_cols[] = {
-	{">LID", "lid", false},		{">PID", "pid", false},
-	{"STATE", "state", false},	{"DEVICE", "device", false},
-	{"QPN RANGE", "qpn_range", false}, {"OPENED", "opened", false},
-	{">PDS", "pds", false},		{">MRS", "mrs", false},
-	{">MWS", "mws", false},		{">CQS", "cqs", false},
-	{">QPS", "qps", false},		{">SRQS", "srqs", false},
-	{">REG", "reg", false},		{">DEREG", "dereg", false},
-	{">SLOTS", "slots", true},	{"SEGMENT", "segment", true},
+	{">LID", "lid", false},
+	{">PID", "pid", false},
+	{"STATE", "state", false},
+	{"DEVICE", "device", false},
+	{"QPN RANGE", "qpn_range", false},
+	{"OPENED", "opened", false},
+	{">PDS", "pds", false},
+	{">MRS", "mrs", false},
+	{">MWS", "mws", false},
+	{">CQS", "cqs", false},
+	{">QPS", "qps", false},
+	{">SRQS", "srqs", false},
+	{">REG", "reg", false},
+	{">DEREG", "dereg", false},
+	{">SLOTS", "slots", true},
+	{"SEGMENT", "segment", true},
 };
 
 /* Scan every table of @c into the sections, then its context row. */
@@ -1729,10 +1735,9 @@ static void scan_context(struct status *st, const struct ctx_view *c)
 	fd = openat(state_dfd, c->seg_name,
 		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	rt = srdma_seg_rt(sc.s);
-	if (fd >= 0 && (__atomic_load_n(&rt->magic, __ATOMIC_RELAXED) !=
-				SRDMA_RT_MAGIC ||
-			__atomic_load_n(&rt->size, __ATOMIC_RELAXED) !=
-				sizeof(*rt))) {
+	if (fd >= 0 &&
+	    (__atomic_load_n(&rt->magic, __ATOMIC_RELAXED) != SRDMA_RT_MAGIC ||
+	     __atomic_load_n(&rt->size, __ATOMIC_RELAXED) != sizeof(*rt))) {
 		rec_str(r, "resource_table", "GARBAGE");
 		rt = NULL;
 	}
@@ -1743,9 +1748,8 @@ static void scan_context(struct status *st, const struct ctx_view *c)
 			    SRDMA_SEG_KEY_SLOTS, &sc, key_row);
 		for_written(fd, SRDMA_SEG_CQ_OFF, sizeof(struct srdma_shm_cq),
 			    SRDMA_SEG_CQ_SLOTS, &sc, cq_row);
-		for_written(fd, SRDMA_SEG_SRQ_OFF,
-			    sizeof(struct srdma_shm_srq), SRDMA_SEG_SRQ_SLOTS,
-			    &sc, srq_row);
+		for_written(fd, SRDMA_SEG_SRQ_OFF, sizeof(struct srdma_shm_srq),
+			    SRDMA_SEG_SRQ_SLOTS, &sc, srq_row);
 		for_written(fd, SRDMA_SEG_QP_OFF, sizeof(struct srdma_shm_qp),
 			    SRDMA_SEG_QP_SLOTS, &sc, qp_row);
 		close(fd);
@@ -1753,8 +1757,8 @@ static void scan_context(struct status *st, const struct ctx_view *c)
 	if (rt) {
 		pd_rows(&sc);
 		ep_row(&sc, rt);
-		rec_num(r, "pds", atomic_load_explicit(&rt->n_pd,
-						       memory_order_relaxed));
+		rec_num(r, "pds",
+			atomic_load_explicit(&rt->n_pd, memory_order_relaxed));
 		if (atomic_load_explicit(&rt->pd_unlisted,
 					 memory_order_relaxed))
 			rec_num(r, "pds_unlisted",
@@ -1762,25 +1766,28 @@ static void scan_context(struct status *st, const struct ctx_view *c)
 						     memory_order_relaxed));
 	}
 	free(sc.pd);
-	rec_num(r, "mrs", atomic_load_explicit(&sc.s->n_live_mr,
-					       memory_order_relaxed));
-	rec_num(r, "mws", atomic_load_explicit(&sc.s->n_live_mw,
-					       memory_order_relaxed));
+	rec_num(r, "mrs",
+		atomic_load_explicit(&sc.s->n_live_mr, memory_order_relaxed));
+	rec_num(r, "mws",
+		atomic_load_explicit(&sc.s->n_live_mw, memory_order_relaxed));
 	rec_num(r, "cqs", sc.n_cq);
 	rec_num(r, "qps", sc.n_qp);
 	rec_num(r, "srqs", sc.n_srq);
-	rec_num(r, "reg", atomic_load_explicit(&sc.s->n_reg,
-					       memory_order_relaxed));
-	rec_num(r, "dereg", atomic_load_explicit(&sc.s->n_dereg,
-						 memory_order_relaxed));
+	rec_num(r, "reg",
+		atomic_load_explicit(&sc.s->n_reg, memory_order_relaxed));
+	rec_num(r, "dereg",
+		atomic_load_explicit(&sc.s->n_dereg, memory_order_relaxed));
 	rec_num(r, "slots", SRDMA_SEG_KEY_SLOTS);
 }
 
 /* --all: the in-flight marks each context holds, as an initiator. */
 static const struct col acc_cols[] = {
-	{">LID", "lid", false},		  {">PID", "pid", false},
-	{">REC", "record", false},	  {">TARGET LID", "target_lid", false},
-	{">TARGET PID", "target_pid", false}, {">SLOT", "slot", false},
+	{">LID", "lid", false},
+	{">PID", "pid", false},
+	{">REC", "record", false},
+	{">TARGET LID", "target_lid", false},
+	{">TARGET PID", "target_pid", false},
+	{">SLOT", "slot", false},
 };
 
 static void access_rows(struct status *st, const struct ctx_view *c)
@@ -1792,15 +1799,16 @@ static void access_rows(struct status *st, const struct ctx_view *c)
 		struct srdma_shm_access *a = srdma_seg_access(c->ps.seg, i);
 		/* Pairs with the release store of tag by the initiator,
 		 * which wrote the target fields first. */
-		uint64_t tag = atomic_load_explicit(&a->tag,
-						    memory_order_acquire);
+		uint64_t tag =
+			atomic_load_explicit(&a->tag, memory_order_acquire);
 		struct rec *r;
 
 		if (!(tag & SRDMA_ACC_VALID))
 			continue;
 		r = ctx_rec(&st->accs, &sc);
 		rec_num(r, "record", i);
-		rec_num(r, "target_lid", (unsigned int)((tag >> 32) & 0x3ff) + 1);
+		rec_num(r, "target_lid",
+			(unsigned int)((tag >> 32) & 0x3ff) + 1);
 		rec_int(r, "target_pid", a->target_pid);
 		rec_num(r, "slot", (uint32_t)tag);
 	}
@@ -1836,8 +1844,8 @@ static void print_text(struct status *st, const char *dir)
 static void print_json(struct status *st, const char *dir)
 {
 	char *q = json_quote(dir);
-	struct section *secs[] = {&st->ctxs, &st->pds,	  &st->keys,
-				  &st->cqs,  &st->srqs,	  &st->qps,
+	struct section *secs[] = {&st->ctxs,   &st->pds,  &st->keys,
+				  &st->cqs,    &st->srqs, &st->qps,
 				  &st->netqps, &st->eps,  &st->accs};
 	size_t i;
 
