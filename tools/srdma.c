@@ -1224,8 +1224,8 @@ static void cq_row(struct scan *sc, uint32_t slot)
 	fill = prod - cons;
 	r = ctx_rec(&sc->st->cqs, sc);
 	rec_num(r, "cq", slot);
-	if (state != SRDMA_OBJ_LIVE || !pow2(size) || limit > size ||
-	    fill > size) {
+	/* Not limit > size: a resize writes size, then limit. */
+	if (state != SRDMA_OBJ_LIVE || !pow2(size) || fill > size) {
 		rec_str(r, "state", "GARBAGE");
 		rec_num(r, "raw_state", state);
 		rec_num(r, "slots", size);
