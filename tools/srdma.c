@@ -797,7 +797,7 @@ static char *xstrdup(const char *s)
 }
 
 /* Field @name of @r: its text @text and JSON value @json (either NULL);
- * replaces an earlier value of the same field. */
+ * a non-NULL one replaces the same form of an earlier value. */
 static void rec_put(struct rec *r, const char *name, const char *text,
 		    const char *json)
 {
@@ -808,10 +808,14 @@ static void rec_put(struct rec *r, const char *name, const char *text,
 		f = &r->f[i];
 		if (strcmp(f->name, name))
 			continue;
-		free(f->text);
-		free(f->json);
-		f->text = xstrdup(text);
-		f->json = xstrdup(json);
+		if (text) {
+			free(f->text);
+			f->text = xstrdup(text);
+		}
+		if (json) {
+			free(f->json);
+			f->json = xstrdup(json);
+		}
 		return;
 	}
 	if (r->n == r->cap) {

@@ -261,6 +261,9 @@ if [ -n "$RES_HOLDER" ]; then
 			<<<"$out" && break
 		sleep 0.1
 	done
+	check "status shows the holder's context and QPN range" \
+		grep -Eq "^ *[0-9]+ +$rpid +alive +srdma0 +0x[0-9a-f]+-0x[0-9a-f]+ " \
+		<<<"$out"
 	check "status shows the second PD, unused" \
 		grep -Eq "^ *[0-9]+ +$rpid +2 +0 +0 +0 +0 +0$" <<<"$out"
 	check "... the first PD with 7 users (1 MR, 5 QPs, 1 SRQ)" \

@@ -101,11 +101,16 @@ read -r _ _ _ qpn2 _ dest2 _ sq2 _ rq2 < <(grep '^qp ' "$work/out2")
 # host I ROLE PID QPN DEST SQ RQ (SQ and RQ: the PSNs set at connect)
 host_checks() {
 	local i=$1 role=$2 pid=$3 qpn=$4 dest=$5 sq=$6 rq=$7 out json py
-	# The endpoint mirror follows the progress thread's wake-ups: the
-	# last ACK woke it, but a loaded machine may get there late.
-	for _ in $(seq 50); do
+	# The endpoint mirror follows the progress thread's wake-ups: what
+	# the polling application received inline is mirrored when poll
+	# mode ends and the thread wakes (SRDMA_NET_POLL_US), and a loaded
+	# machine may get there late: wait until the mirror has every
+	# datagram of the transfer.
+	local want=rx_dgrams
+	[ "$role" = client ] && want=tx_dgrams
+	for _ in $(seq 100); do
 		json=$("$H" run "$i" -- "$SRDMA" status --json)
-		grep -q '"rx_dgrams": [1-9]' <<<"$json" && break
+		grep -Eq "\"$want\": ([2-9][0-9]|[0-9]{3,})" <<<"$json" && break
 		sleep 0.1
 	done
 	out=$("$H" run "$i" -- "$SRDMA" status)
