@@ -1553,6 +1553,14 @@ static void qp_row(struct scan *sc, uint32_t slot)
 				 (int)ppid);
 		rec_text(r, "peer", "%s", peer);
 	}
+	if (sh->type == IBV_QPT_UD && state >= IBV_QPS_INIT) {
+		uint32_t qkey = atomic_load_explicit(&sh->qkey,
+						     memory_order_relaxed);
+
+		/* A UD QP has no one peer: what senders must match. */
+		rec_text(r, "peer", "qkey 0x%08x", qkey);
+		rec_num(r, "qkey", qkey);
+	}
 	rec_str(r, "via", "host");
 	rec_hex(r, "sq_psn", 6, __atomic_load_n(&sh->sq_psn, __ATOMIC_RELAXED));
 	rec_hex(r, "rq_psn", 6, __atomic_load_n(&sh->rq_psn, __ATOMIC_RELAXED));

@@ -283,7 +283,7 @@ if [ -n "$RES_HOLDER" ]; then
 		type=${kind^^}
 		nqp=$((nqp + 1))
 		if [ "$kind" = ud ]; then
-			peer="-"
+			peer="qkey 0x11111111"
 			rq=0x000000
 		else
 			peer="$dest pid $rpid"
@@ -328,6 +328,8 @@ rc = sorted((q for q in qps if q["type"] == "RC"), key=lambda q: q["qpn"])
 assert rc[0]["sends"] == 3 and rc[0]["rq_posted"] == 1, rc[0]
 assert rc[1]["recvs"] == 3 and rc[1]["srq"] == 0, rc[1]
 assert rc[0]["sq_psn"] == 0x111111 and rc[0]["rq_psn"] == 0x222222
+ud = [q for q in qps if q["type"] == "UD"][0]
+assert ud["qkey"] == 0x11111111 and "dest_qpn" not in ud, ud
 pds = {p["pd"]: p for p in mine("pds")}
 assert pds[1]["users"] == 7 and pds[2]["users"] == 0, pds
 assert len(mine("keys")) == 1 and mine("keys")[0]["kind"] == "MR"
