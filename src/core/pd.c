@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "core/core.h"
+#include "core/restrack.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -47,6 +48,7 @@ int srdma_pd_alloc(struct srdma_context *ctx, struct srdma_pd **out)
 	if (ret)
 		goto err_unlock;
 	ctx->n_pd++;
+	srdma_rt_pd_add(ctx, pd->ibpd.handle);	/* srdma status */
 	pthread_mutex_unlock(&ctx->lock);
 	*out = pd;
 	return 0;
@@ -71,6 +73,7 @@ int srdma_pd_dealloc(struct srdma_pd *pd)
 		return -EBUSY;
 	}
 	srdma_handle_del(pd, SRDMA_OBJ_PD);
+	srdma_rt_pd_del(ctx, pd->ibpd.handle);
 	ctx->n_pd--;
 	pthread_mutex_unlock(&ctx->lock);
 	free(pd);

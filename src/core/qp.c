@@ -25,6 +25,7 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "core/restrack.h"
 #include "transport/net/net.h"
 #include "util/fault.h"
 #include "util/log.h"
@@ -356,6 +357,9 @@ int srdma_qp_create(struct srdma_context *ctx,
 	sh->sq_psn = sh->rq_psn = 0;
 	atomic_store(&sh->n_sent, 0);
 	atomic_store(&sh->n_recv, 0);
+	atomic_store(&sh->n_err, 0);
+	atomic_store(&sh->dgid[0], 0);
+	atomic_store(&sh->dgid[1], 0);
 
 	qp->ib.qp.context = &ctx->vctx.context;
 	qp->ib.qp.qp_context = a->qp_context;
@@ -447,6 +451,8 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	/* A progress sweep that pinned it before may still hold it. */
 	while (atomic_load(&qp->busy))
 		sched_yield();
+	if (qp->net)
+		srdma_rt_ep_mirror(ctx);	/* srdma status: final counts */
 	srdma_net_qp_destroy(qp);	/* net transport (no-op without) */
 	pthread_mutex_lock(&qp->sq_lock);
 	sq_drop_locked(qp);
@@ -511,6 +517,18 @@ void srdma_qp_set_error(struct srdma_qp *qp)
 	pthread_mutex_unlock(&qp->sq_lock);
 }
 
+/* srdma status: the peer GID of an AV with a GRH (0 without one). */
+static void srdma_qp_publish_dgid(struct srdma_shm_qp *sh,
+				  const struct ibv_ah_attr *ah)
+{
+	uint64_t w[2] = {0, 0};
+
+	if (ah->is_global)
+		memcpy(w, ah->grh.dgid.raw, sizeof(w));
+	atomic_store_explicit(&sh->dgid[0], w[0], memory_order_relaxed);
+	atomic_store_explicit(&sh->dgid[1], w[1], memory_order_relaxed);
+}
+
 int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	struct srdma_qp_limits lim = {
@@ -573,6 +591,7 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 	if (mask & IBV_QP_AV) {
 		qp->attr.ah_attr = attr->ah_attr;
 		atomic_store(&sh->dlid, srdma_av_lid(&attr->ah_attr));
+		srdma_qp_publish_dgid(sh, &attr->ah_attr);
 		srdma_peer_put(qp->ctx, qp->peer);
 		qp->peer = NULL;
 	}

@@ -81,6 +81,8 @@ void srdma_comp_req(struct srdma_qp *qp, uint64_t wr_id, uint32_t wr_opcode,
 		    bool signaled, int status, uint32_t byte_len)
 {
 	if (status != IBV_WC_SUCCESS) {
+		atomic_fetch_add_explicit(&qp->sh->n_err, 1,
+					  memory_order_relaxed);
 		srdma_comp_post(qp, wr_id, wr_opcode, status, 0);
 		srdma_comp_qp_error_locked(qp);
 		return;

@@ -14,12 +14,21 @@
 #            file gone; a segment file no registry entry names is removed
 #            once its owner is dead.
 #
-# Usage: test_srdma.sh SRDMA_EXE MR_HOLDER_EXE (CTest passes both and sets
-# SRDMA_DIR to a directory of this test's own).
+#   resources  a live res_holder (PDs, CQs, an SRQ, RC/UC/UD QPs, sends
+#            left unpolled): status shows every PD with its users, each CQ
+#            with its size and fill, the SRQ's depth and posted count,
+#            every QP with type, state, peer, PSNs and counters; --json
+#            says the same in one valid JSON document (python3 json.tool
+#            and field checks); after SIGKILL the dead owner's resources
+#            are still shown (--no-reap), then reaped.
+#
+# Usage: test_srdma.sh SRDMA_EXE MR_HOLDER_EXE RES_HOLDER_EXE (CTest
+# passes them and sets SRDMA_DIR to a directory of this test's own).
 set -u
 
 SRDMA=${1:?usage: test_srdma.sh SRDMA_EXE MR_HOLDER_EXE}
 HOLDER=${2:?usage: test_srdma.sh SRDMA_EXE MR_HOLDER_EXE}
+RES_HOLDER=${3:-}
 if [ -z "${SRDMA_DIR:-}" ]; then
 	SRDMA_DIR=$(mktemp -d /tmp/srdma-test.XXXXXX)
 	rmdir "$SRDMA_DIR"
@@ -73,8 +82,10 @@ decode_access() {
 # ---- help and usage -----------------------------------------------------
 check "srdma help exits 0 and prints usage" \
 	bash -c '"$0" help | grep -q "usage: srdma"' "$SRDMA"
-check "srdma with no arguments prints usage" \
-	bash -c '"$0" | grep -q "usage: srdma"' "$SRDMA"
+check "srdma with no arguments prints usage to stderr" \
+	bash -c '"$0" 2>&1 >/dev/null | grep -q "usage: srdma"' "$SRDMA"
+"$SRDMA" >/dev/null 2>&1
+check "srdma with no arguments exits 2" test $? -eq 2
 "$SRDMA" frobnicate >/dev/null 2>&1
 check "unknown command exits 2" test $? -eq 2
 
@@ -221,6 +232,137 @@ out=$("$SRDMA" status)
 check "the next status no longer lists pid $pid" \
 	bash -c '! grep -Eq "^ *[0-9]+ +$0 " <<<"$1"' "$pid" "$out"
 if [ "$failed" -ne 0 ]; then diag <<<"$out"; fi
+
+# ---- every resource: res_holder ------------------------------------------
+if [ -n "$RES_HOLDER" ]; then
+	mkfifo "$WORK/res.in" "$WORK/res.out"
+	"$SRDMA" run -- "$RES_HOLDER" <"$WORK/res.in" >"$WORK/res.out" 2>&1 &
+	res_bg=$!
+	holders+=("$res_bg")
+	exec {res_in}>"$WORK/res.in"
+	exec {out}<"$WORK/res.out"
+	res_lines=()
+	res_ready=0
+	while IFS= read -r -t 30 line <&"$out"; do
+		[ "$line" = ready ] && { res_ready=1; break; }
+		res_lines+=("$line")
+	done
+	exec {out}<&-
+	check "res_holder made its resources" test "$res_ready" = 1
+	rpid=""
+	for line in "${res_lines[@]}"; do
+		case $line in "pid "*) rpid=${line#pid } ;; esac
+	done
+	# The sends complete within post_send on one host; wait until the
+	# CQs show them (a loaded machine may be slow to get there).
+	for _ in $(seq 50); do
+		out=$("$SRDMA" status)
+		grep -Eq "^ *[0-9]+ +$rpid +[0-9]+ +LIVE +16 +16 +3 " \
+			<<<"$out" && break
+		sleep 0.1
+	done
+	check "status shows the holder's context and QPN range" \
+		grep -Eq "^ *[0-9]+ +$rpid +alive +srdma0 +0x[0-9a-f]+-0x[0-9a-f]+ " \
+		<<<"$out"
+	check "status shows the second PD, unused" \
+		grep -Eq "^ *[0-9]+ +$rpid +2 +0 +0 +0 +0 +0$" <<<"$out"
+	check "... the first PD with 7 users (1 MR, 5 QPs, 1 SRQ)" \
+		grep -Eq "^ *[0-9]+ +$rpid +1 +7 +1 +0 +5 +1$" <<<"$out"
+	check "... the send CQ: cqe 64, 3 entries waiting, no channel" \
+		grep -Eq "^ *[0-9]+ +$rpid +[0-9]+ +LIVE +64 +64 +3 +- +no +no$" \
+		<<<"$out"
+	check "... the receive CQ: cqe 16, 3 waiting, channel 0" \
+		grep -Eq "^ *[0-9]+ +$rpid +[0-9]+ +LIVE +16 +16 +3 +0 +no +no$" \
+		<<<"$out"
+	check "... the SRQ: depth 32, 2 posted" \
+		grep -Eq "^ *[0-9]+ +$rpid +0 +LIVE +1 +32 +2 +1 +0$" <<<"$out"
+	nqp=0
+	for line in "${res_lines[@]}"; do
+		case $line in "qp "*) ;; *) continue ;; esac
+		read -r _ kind _ qpn _ dest _ sq _ rq <<<"$line"
+		type=${kind^^}
+		nqp=$((nqp + 1))
+		if [ "$kind" = ud ]; then
+			peer="qkey 0x11111111"
+			rq=0x000000
+		else
+			peer="$dest pid $rpid"
+		fi
+		re="^ *[0-9]+ +$rpid +$qpn +$type +RTS +1 +host +$peer +$sq +$rq "
+		check "... $type QP $qpn: RTS, peer $peer, PSNs $sq/$rq" \
+			grep -Eq "$re" <<<"$out"
+	done
+	check "... 5 QPs in all" test "$nqp" -eq 5
+	check "... the RC sender: 3 sends, RQ 1/32" \
+		grep -Eq "^ *[0-9]+ +$rpid +0x[0-9a-f]+1 +RC .* 3 +0 +0 +1/32 " \
+		<<<"$out"
+	check "... the RC receiver: 3 receives, from the SRQ" \
+		grep -Eq "^ *[0-9]+ +$rpid +0x[0-9a-f]+2 +RC .* 0 +3 +0 +srq 0 " \
+		<<<"$out"
+	if [ "$failed" -ne 0 ]; then diag <<<"$out"; fi
+
+	json=$("$SRDMA" status --json)
+	check "status --json is one valid JSON document" \
+		bash -c 'python3 -m json.tool >/dev/null <<<"$0"' "$json"
+	printf '%s\n' "$json" >"$WORK/status.json"
+	pyout=$(python3 - "$rpid" "$WORK/status.json" 2>&1 <<'PY'
+import json, sys
+pid = int(sys.argv[1])
+d = json.load(open(sys.argv[2]))
+mine = lambda sec: [o for o in d[sec] if o["pid"] == pid]
+ctx = mine("contexts")[0]
+assert ctx["state"] == "alive" and ctx["pds"] == 2, ctx
+assert ctx["cqs"] == 2 and ctx["qps"] == 5 and ctx["srqs"] == 1, ctx
+cqs = sorted(mine("cqs"), key=lambda c: c["cqe"])
+assert [(c["cqe"], c["fill"]) for c in cqs] == [(16, 3), (64, 3)], cqs
+assert cqs[0]["channel"] == 0 and cqs[1]["channel"] is None, cqs
+srq = mine("srqs")[0]
+assert srq["depth"] == 32 and srq["posted"] == 2, srq
+qps = mine("qps")
+assert sorted(q["type"] for q in qps) == ["RC", "RC", "UC", "UC", "UD"]
+for q in qps:
+    assert q["state"] == "RTS" and q["pd"] == 1, q
+    if q["type"] != "UD":
+        assert q["dest_pid"] == pid and "dest_qpn" in q, q
+rc = sorted((q for q in qps if q["type"] == "RC"), key=lambda q: q["qpn"])
+assert rc[0]["sends"] == 3 and rc[0]["rq_posted"] == 1, rc[0]
+assert rc[1]["recvs"] == 3 and rc[1]["srq"] == 0, rc[1]
+assert rc[0]["sq_psn"] == 0x111111 and rc[0]["rq_psn"] == 0x222222
+ud = [q for q in qps if q["type"] == "UD"][0]
+assert ud["qkey"] == 0x11111111 and "dest_qpn" not in ud, ud
+pds = {p["pd"]: p for p in mine("pds")}
+assert pds[1]["users"] == 7 and pds[2]["users"] == 0, pds
+assert len(mine("keys")) == 1 and mine("keys")[0]["kind"] == "MR"
+print("ok")
+PY
+)
+	if [ "$pyout" = ok ]; then
+		ok "--json fields: contexts, PDs, CQ fill, SRQ, QPs, keys"
+	else
+		not_ok "--json fields: contexts, PDs, CQ fill, SRQ, QPs, keys"
+		diag <<<"$pyout"
+	fi
+
+	kill -9 "$rpid"
+	wait "$rpid" 2>/dev/null
+	out=$("$SRDMA" status --no-reap)
+	check "a SIGKILLed holder's QPs are still shown (--no-reap)" \
+		grep -Eq "^ *[0-9]+ +$rpid +0x[0-9a-f]+ +UD +RTS " <<<"$out"
+	json=$("$SRDMA" status --json --no-reap 2>/dev/null)
+	check "... and --json says it is dead" \
+		bash -c 'python3 -c "
+import json, sys
+d = json.loads(sys.argv[1])
+c = [c for c in d[\"contexts\"] if c[\"pid\"] == int(sys.argv[2])]
+sys.exit(0 if c and c[0][\"state\"] == \"dead\" else 1)" "$0" "$1"' \
+		"$json" "$rpid"
+	err=$("$SRDMA" status --json 2>&1 >/dev/null)
+	check "status --json reaps it, saying so on stderr" \
+		grep -Eq "^reaped lid [0-9]+ pid $rpid " <<<"$err"
+	out=$("$SRDMA" status)
+	check "... and its resources are gone" \
+		bash -c '! grep -Eq "^ *[0-9]+ +$0 " <<<"$1"' "$rpid" "$out"
+fi
 
 # ---- orphaned segment files ----------------------------------------------
 # A process that dies inside ibv_open_device after creating its segment but

@@ -276,10 +276,17 @@ static inline void *srdma_seg_ptr(struct srdma_seg_hdr *s, uint64_t off)
 static inline void *srdma_seg_ring(struct srdma_seg_hdr *s, uint64_t off,
 				   uint64_t len)
 {
-	if (off < SRDMA_SEG_ARENA_OFF || off > SRDMA_SEG_SIZE ||
-	    len > SRDMA_SEG_SIZE - off)
+	const uint64_t end = SRDMA_SEG_ARENA_OFF + SRDMA_SEG_ARENA_SIZE;
+
+	if (off < SRDMA_SEG_ARENA_OFF || off > end || len > end - off)
 		return NULL;
 	return (char *)s + off;
+}
+
+/* The resource table (version 4), at its constant offset. */
+static inline struct srdma_shm_rt *srdma_seg_rt(struct srdma_seg_hdr *s)
+{
+	return (struct srdma_shm_rt *)((char *)s + SRDMA_SEG_RT_OFF);
 }
 
 static inline struct srdma_shm_key *srdma_seg_keys(struct srdma_seg_hdr *s)

@@ -157,6 +157,10 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name)
 	h->seg->aq_off = SRDMA_SEG_AQ_OFF;
 	h->seg->arena_off = SRDMA_SEG_ARENA_OFF;
 	h->seg->arena_size = SRDMA_SEG_ARENA_SIZE;
+	h->seg->rt_off = SRDMA_SEG_RT_OFF;
+	h->seg->rt_size = sizeof(struct srdma_shm_rt);
+	srdma_seg_rt(h->seg)->magic = SRDMA_RT_MAGIC;
+	srdma_seg_rt(h->seg)->size = sizeof(struct srdma_shm_rt);
 	ret = srdma_shm_mutex_init(&srdma_seg_aq(h->seg)->lock);
 	if (ret)
 		goto err_unmap;
@@ -243,6 +247,8 @@ static bool seg_hdr_ok(const struct srdma_seg_hdr *s)
 	       s->aq_off == SRDMA_SEG_AQ_OFF &&
 	       s->arena_off == SRDMA_SEG_ARENA_OFF &&
 	       s->arena_size == SRDMA_SEG_ARENA_SIZE &&
+	       s->rt_off == SRDMA_SEG_RT_OFF &&
+	       s->rt_size == sizeof(struct srdma_shm_rt) &&
 	       s->lid >= 1 && s->lid <= SRDMA_REG_ENTRIES &&
 	       s->owner_pid > 0;
 }

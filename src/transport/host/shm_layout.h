@@ -49,7 +49,8 @@
 #define SRDMA_QPN_SHIFT 14		/* 16383 QPNs per context */
 
 #define SRDMA_SEG_MAGIC 0x53445253u	/* "SRDS" */
-#define SRDMA_SEG_VERSION 3		/* 3: keyed key map, per-object async queue */
+#define SRDMA_SEG_VERSION 4		/* 3: keyed key map, per-object async
+					 * queue; 4: resource table (rt_off) */
 
 /* Registry entry states. */
 enum {
@@ -188,7 +189,11 @@ struct srdma_seg_hdr {
 	uint64_t arena_off;		/* rings; owner allocates, page units */
 	uint64_t arena_size;
 	uint64_t aq_off;		/* struct srdma_shm_aq */
-	uint64_t reserved[5];
+	/* version 4: the resource table for srdma status (struct
+	 * srdma_shm_rt, after the arena); immutable after publish */
+	uint64_t rt_off;
+	uint64_t rt_size;
+	uint64_t reserved[3];
 };
 static_assert(sizeof(struct srdma_seg_hdr) == 256, "segment header is ABI");
 static_assert(offsetof(struct srdma_seg_hdr, key_secret) == 80 &&
@@ -340,11 +345,21 @@ struct srdma_shm_qp {
 	 * struct srdma_net_qp_stats (transport/net/net.h), 0 for none. Owner
 	 * (QP create/destroy); read by srdma status. */
 	_Atomic uint64_t net_st_off;
-	uint64_t reserved[12];
+	/* version 4, for srdma status only: requester completions in error
+	 * (relaxed, whoever completes), and the peer's GID of an RC/UC QP
+	 * whose address vector has a GRH, 0 otherwise (owner, at modify to
+	 * RTR; two relaxed words: a reader racing a modify may see half of
+	 * each, which only status sees) */
+	_Atomic uint64_t n_err;
+	_Atomic uint64_t dgid[2];
+	uint64_t reserved[9];
 };
 static_assert(sizeof(struct srdma_shm_qp) == 256, "QP entry is ABI");
 static_assert(offsetof(struct srdma_shm_qp, net_st_off) == 152,
 	      "QP entry net_st_off is ABI");
+static_assert(offsetof(struct srdma_shm_qp, n_err) == 160 &&
+		      offsetof(struct srdma_shm_qp, dgid) == 168,
+	      "QP entry status fields are ABI");
 
 struct srdma_shm_srq {
 	struct srdma_shm_rq rq;
@@ -403,6 +418,68 @@ static_assert(sizeof(struct srdma_shm_aq) ==
 		      88 + 8 * SRDMA_SEG_AQ_OBJS + 4 * SRDMA_SEG_AQ_SLOTS,
 	      "async queue is ABI");
 
+/* ---- version 4: the resource table (srdma status) ---------------------- */
+
+/*
+ * What `srdma status` cannot find in the tables above: the context's PDs,
+ * and a mirror of its net endpoint's counters, which live in process
+ * memory (struct srdma_net_ep_stats). Written by the owner only (core/
+ * restrack.c), read by anyone; nothing in the library reads it back.
+ * Design: docs/design/host-segment.md, "The resource table".
+ */
+#define SRDMA_RT_MAGIC 0x54525253u	/* "SRRT" */
+#define SRDMA_RT_PD_SLOTS 4096u
+#define SRDMA_RT_EP_DROPS 32u
+
+/* Endpoint counters, by index into srdma_shm_rt.ep[] (ABI: append only). */
+enum {
+	SRDMA_RT_EP_RX_DGRAMS,
+	SRDMA_RT_EP_RX_LOCAL,
+	SRDMA_RT_EP_FWD_OUT,
+	SRDMA_RT_EP_FWD_IN,
+	SRDMA_RT_EP_TX_DGRAMS,
+	SRDMA_RT_EP_TX_BYTES,
+	SRDMA_RT_EP_TX_ERRORS,
+	SRDMA_RT_EP_WAKEUPS,
+	SRDMA_RT_EP_INLINE_RX,
+	SRDMA_RT_EP_ICRC_OTHER_ID,
+	SRDMA_RT_EP_TX_GSO_SEGS,
+	SRDMA_RT_EP_RX_GRO_SEGS,
+	SRDMA_RT_EP_POLL_HANDOFFS,
+	SRDMA_RT_EP_NCOUNTERS
+};
+#define SRDMA_RT_EP_WORDS 32u
+
+/* A PD: its handle (ibv_pd.handle), 0 when the slot is free. */
+struct srdma_shm_rt_pd {
+	_Atomic uint32_t handle;	/* owner, under its context lock */
+	uint32_t reserved;
+};
+static_assert(sizeof(struct srdma_shm_rt_pd) == 8, "rt PD entry is ABI");
+
+struct srdma_shm_rt {
+	uint32_t magic;			/* SRDMA_RT_MAGIC; immutable */
+	uint32_t size;			/* sizeof(struct srdma_shm_rt) */
+	_Atomic uint32_t n_pd;		/* live PDs; owner (context lock) */
+	_Atomic uint32_t pd_unlisted;	/* live PDs not in pd[] (it was full) */
+	/* Endpoint mirror: a seqlock written by one owner thread at a time
+	 * (the CAS that makes ep_seq odd is the writer's lock), read with
+	 * srdma_rt_ep_snapshot(). ep_seq 0: never mirrored (no endpoint). */
+	_Atomic uint32_t ep_seq;
+	uint32_t reserved0;
+	_Atomic uint64_t ep_time_ns;	/* CLOCK_REALTIME of the last mirror */
+	_Atomic uint64_t ep[SRDMA_RT_EP_WORDS];	/* SRDMA_RT_EP_* */
+	_Atomic uint64_t ep_drops[SRDMA_RT_EP_DROPS]; /* by enum srdma_drop */
+	uint64_t reserved[60];
+	struct srdma_shm_rt_pd pd[SRDMA_RT_PD_SLOTS];
+};
+static_assert(SRDMA_RT_EP_NCOUNTERS <= SRDMA_RT_EP_WORDS,
+	      "endpoint counters fit");
+static_assert(offsetof(struct srdma_shm_rt, pd) == 1024 &&
+		      sizeof(struct srdma_shm_rt) ==
+			      1024 + 8 * SRDMA_RT_PD_SLOTS,
+	      "resource table is ABI");
+
 /*
  * ---- the segment layout, fixed by this ABI version ---------------------
  *
@@ -432,8 +509,10 @@ static_assert(sizeof(struct srdma_shm_aq) ==
 					       sizeof(struct srdma_shm_srq))
 #define SRDMA_SEG_ARENA_OFF                                                    \
 	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_AQ_OFF + sizeof(struct srdma_shm_aq))
-#define SRDMA_SEG_SIZE                                                         \
+#define SRDMA_SEG_RT_OFF                                                       \
 	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_ARENA_OFF + SRDMA_SEG_ARENA_SIZE)
+#define SRDMA_SEG_SIZE                                                         \
+	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_RT_OFF + sizeof(struct srdma_shm_rt))
 
 /* Registry: the file is exactly this long, entry 0 right after the header. */
 #define SRDMA_REG_SIZE                                                         \

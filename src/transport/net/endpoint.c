@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/restrack.h"
 #include "transport/net/demux.h"
 #include "transport/net/gid.h"
 #include "transport/net/net.h"
@@ -846,6 +847,7 @@ static void *progress_thread(void *arg)
 			n = epoll_wait(ep->epfd, ev, 4, ms);
 		}
 		cnt(&ep->st.wakeups, 1);
+		srdma_rt_ep_mirror(ep->ctx);	/* srdma status, lazily */
 		rx = fwd = false;
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.fd == ep->evfd) {
