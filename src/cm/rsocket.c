@@ -2606,7 +2606,8 @@ static short stream_revents(struct rsock *rs, short events)
 			rev |= POLLOUT;
 		if (st->peer_fin)
 			rev |= POLLRDHUP;
-		if (st->disconnected || st->qp_err)
+		/* As TCP: POLLHUP once nothing more can come or go. */
+		if ((st->disconnected || st->qp_err) && !st->rx_count)
 			rev |= POLLHUP;
 		break;
 	case RSS_FAILED:
@@ -2694,6 +2695,9 @@ SRDMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (timeout > 0 && !ready && now_ns() >= deadline)
 			timeout = 0;
 		if (ready || !timeout) {
+			/* Spinning callers: let the peer run (see rs_done). */
+			if (!ready && any_rs)
+				sched_yield();
 			ret = ready;
 			break;
 		}
