@@ -1582,6 +1582,8 @@ static ssize_t stream_send(struct rsock *rs, const void *buf, size_t len,
 	if (!buf)
 		return -EFAULT;
 	progress(rs);
+	if (st->peer_fin)	/* closed, or only half-closed? */
+		progress_cm(rs);
 	while (sent < len) {
 		if (st->wr_shut || st->disconnected)
 			return sent ? (ssize_t)sent : -EPIPE;
@@ -1604,6 +1606,10 @@ static ssize_t stream_send(struct rsock *rs, const void *buf, size_t len,
 		}
 		progress(rs);
 		if (can_send_data(st))
+			continue;
+		/* Blocked: has the peer gone (no FIN if it died)? */
+		progress_cm(rs);
+		if (st->disconnected)
 			continue;
 		if (is_nonblock(rs, flags))
 			return sent ? (ssize_t)sent : -EAGAIN;
@@ -1697,6 +1703,9 @@ static ssize_t stream_recv(struct rsock *rs, void *buf, size_t len, int flags)
 		}
 		if (eof(st))
 			return (ssize_t)got;
+		progress_cm(rs);
+		if (eof(st))
+			continue;
 		if (is_nonblock(rs, flags) && !(flags & MSG_WAITALL && got))
 			return got ? (ssize_t)got : -EAGAIN;
 		ret = rs_wait(rs, 0);
