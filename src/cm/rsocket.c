@@ -2730,7 +2730,12 @@ SRDMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 				else
 					n += stream_waitfds(rs, &pfd[n]);
 			} else {
-				n += srdma_rsd_waitfds(rs, &pfd[n]);
+				int c = srdma_rsd_waitfds(rs, &pfd[n]);
+
+				if (c < 0)
+					again = true;
+				else
+					n += c;
 			}
 			pthread_mutex_unlock(&rs->lock);
 		}

@@ -84,7 +84,8 @@ int srdma_rsd_getpeername(struct rsock *rs, struct sockaddr *addr,
 void srdma_rsd_close(struct rsock *rs);
 /*
  * rpoll support: events ready now (lock held, progress made), and the
- * fds to sleep on (at most 2, returned count) after arming.
+ * fds to sleep on (at most 2, returned count; -1: ready, do not sleep)
+ * after arming.
  */
 short srdma_rsd_revents(struct rsock *rs, short events);
 int srdma_rsd_waitfds(struct rsock *rs, struct pollfd *pfd);

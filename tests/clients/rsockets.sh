@@ -14,8 +14,14 @@
 #                               each with a time per transfer > 0.
 #         rcopy                 copies a 3 MB random file (ARGS: none) and
 #                               compares it with cmp.
-#         udpong                udpong -p PORT ARGS; client -s ADDR; the
-#                               client prints its result rows.
+#         udpong                udpong -p PORT ARGS, the server with
+#                               -b ADDR, the client -s ADDR; the client
+#                               prints its result row. (Its default table
+#                               is not used: udpong's client reuses its
+#                               message buffer for receiving, so one late
+#                               echo - over 1 ms on a loaded machine -
+#                               makes it resend a stale sequence number
+#                               forever.)
 #         preload PROGRAM       PROGRAM (tests/clients/rsock_tcp) under
 #                               LD_PRELOAD=librspreload.so; PROGRAM prints
 #                               "via rsockets: yes" when its socket answers
@@ -146,7 +152,7 @@ rcopy)
 	fi
 	;;
 udpong)
-	run_server udpong -p "$port" "$@" || exit 1
+	run_server udpong -b "$addr" -p "$port" "$@" || exit 1
 	run_client udpong -s "$addr" -p "$port" "$@" || {
 		echo "FAIL: udpong client exited $?"
 		status=1
