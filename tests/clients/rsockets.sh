@@ -26,8 +26,9 @@
 #                               LD_PRELOAD=librspreload.so; PROGRAM prints
 #                               "via rsockets: yes" when its socket answers
 #                               SOL_RDMA options, and checks its echo.
-#   ADDR is 127.0.0.1 unless RSOCK_ADDR says otherwise (RSOCK_SERVER_NS /
-#   RSOCK_CLIENT_NS: run each side in that network namespace).
+#   ADDR is 127.0.0.1 unless RSOCK_ADDR says otherwise. Across test hosts
+#   (tests/net/net_rsocket.sh): RSOCK_HOSTS_SH=hosts.sh, RSOCK_SERVER_NS /
+#   RSOCK_CLIENT_NS = the host numbers the sides run in.
 # Exit: 0 pass, 1 fail, 77 (skip) when the program is not installed.
 set -u
 
@@ -47,11 +48,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# in_ns HOST CMD...: CMD on this host (HOST empty), or in test host HOST
+# of tests/net/hosts.sh ($RSOCK_HOSTS_SH) - its namespace and SRDMA_DIR.
 in_ns() {
-	local ns=$1
+	local host=$1
 	shift
-	if [ -n "$ns" ]; then
-		ip netns exec "$ns" "$@"
+	if [ -n "$host" ]; then
+		bash "$RSOCK_HOSTS_SH" run "$host" -- "$@"
 	else
 		"$@"
 	fi
