@@ -100,10 +100,25 @@ struct rs_dgram {
 static pthread_mutex_t dg_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibv_context *dg_ctx;	/* dg_ctx_lock; kept for the process */
 
+static pthread_once_t dg_once = PTHREAD_ONCE_INIT;
+
+/* A forked child opens its own context: the parent's is dead there. */
+static void dg_atfork_child(void)
+{
+	pthread_mutex_init(&dg_ctx_lock, NULL);
+	dg_ctx = NULL;
+}
+
+static void dg_init(void)
+{
+	pthread_atfork(NULL, NULL, dg_atfork_child);
+}
+
 static struct ibv_context *get_ctx(void)
 {
 	struct ibv_device **list;
 
+	pthread_once(&dg_once, dg_init);
 	pthread_mutex_lock(&dg_ctx_lock);
 	if (!dg_ctx) {
 		list = ibv_get_device_list(NULL);

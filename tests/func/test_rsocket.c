@@ -10,7 +10,8 @@
  * connect (EINPROGRESS, POLLOUT, SO_ERROR), rpoll's timeout without
  * burning the CPU and its pass-through of plain fds, shutdown of either
  * direction, MSG_PEEK / MSG_DONTWAIT, options, and credit flow control
- * with a 4-buffer receive ring and a slow reader (data intact).
+ * with a 4-buffer receive ring and a slow reader (data intact), fork()
+ * (inherited rsockets EBADF, new ones work), and datagram sockets.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -494,6 +496,132 @@ static void test_flow_control(void **state)
 	rclose(sfd);
 }
 
+/*
+ * fork(): a child's inherited rsockets are dead (EBADF, never a crash;
+ * rclose just forgets them), it can make rsockets of its own, and the
+ * parent's connection is unaffected.
+ */
+static void test_fork(void **state)
+{
+	char buf[8];
+	int cfd, sfd, st;
+	pid_t pid;
+
+	(void)state;
+	make_pair(&cfd, &sfd, 0, 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		int ok = 1, c2, s2;
+
+		errno = 0;
+		ok &= rsend(cfd, "x", 1, 0) == -1 && errno == EBADF;
+		errno = 0;
+		ok &= rrecv(sfd, buf, 1, MSG_DONTWAIT) == -1 && errno == EBADF;
+		ok &= rclose(cfd) == 0 && rclose(sfd) == 0;
+		make_pair(&c2, &s2, 0, 0);
+		ok &= rsend(c2, "child", 5, 0) == 5;
+		ok &= rrecv(s2, buf, 5, MSG_WAITALL) == 5 &&
+		      !memcmp(buf, "child", 5);
+		rclose(c2);
+		rclose(s2);
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(rsend(cfd, "parent", 6, 0), 6);
+	assert_int_equal(rrecv(sfd, buf, 6, MSG_WAITALL), 6);
+	assert_memory_equal(buf, "parent", 6);
+	rclose(cfd);
+	rclose(sfd);
+}
+
+/* Datagram rsockets: sendto/recvfrom both ways, the sender's address,
+ * EMSGSIZE, and EHOSTUNREACH where no rsocket answers. */
+static void test_dgram(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET }, b, from, none;
+	socklen_t len = sizeof(b), flen;
+	static char big[70000];
+	char buf[64];
+	int fa, fb, t;
+
+	(void)state;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	b = a;
+	fa = rsocket(AF_INET, SOCK_DGRAM, 0);
+	fb = rsocket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(fa >= 0 && fb >= 0);
+	assert_int_equal(rbind(fa, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(rbind(fb, (struct sockaddr *)&b, sizeof(b)), 0);
+	len = sizeof(a);
+	assert_int_equal(rgetsockname(fa, (struct sockaddr *)&a, &len), 0);
+	len = sizeof(b);
+	assert_int_equal(rgetsockname(fb, (struct sockaddr *)&b, &len), 0);
+	/* b answers a's resolve request from inside its own calls: use a
+	 * non-blocking b polled from this thread while a sends. */
+	assert_int_equal(rfcntl(fb, F_SETFL, O_NONBLOCK), 0);
+	{
+		pid_t pid = fork();
+		int st;
+
+		assert_true(pid >= 0);
+		if (!pid) {
+			/* The child is b's peer process: a fresh a'. */
+			int fc = rsocket(AF_INET, SOCK_DGRAM, 0);
+			ssize_t r;
+
+			if (fc < 0)
+				_exit(2);
+			r = rsendto(fc, "dgram", 5, 0, (struct sockaddr *)&b,
+				    sizeof(b));
+			_exit(r == 5 ? 0 : 1);
+		}
+		flen = sizeof(from);
+		for (t = 0; t < 500; t++) {
+			ssize_t r = rrecvfrom(fb, buf, sizeof(buf), 0,
+					      (struct sockaddr *)&from, &flen);
+
+			if (r >= 0) {
+				assert_int_equal(r, 5);
+				assert_memory_equal(buf, "dgram", 5);
+				assert_int_equal(from.sin_family, AF_INET);
+				break;
+			}
+			assert_int_equal(errno, EAGAIN);
+			usleep(10000);
+		}
+		assert_true(t < 500);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	errno = 0;
+	assert_int_equal(rsendto(fa, big, sizeof(big), 0,
+				 (struct sockaddr *)&b, sizeof(b)), -1);
+	assert_int_equal(errno, EMSGSIZE);
+	/* A UDP port with no rsocket behind it. */
+	{
+		int u = socket(AF_INET, SOCK_DGRAM, 0);
+
+		none = a;
+		none.sin_port = 0;
+		assert_int_equal(bind(u, (struct sockaddr *)&none,
+				      sizeof(none)), 0);
+		len = sizeof(none);
+		assert_int_equal(getsockname(u, (struct sockaddr *)&none,
+					     &len), 0);
+		errno = 0;
+		assert_int_equal(rsendto(fa, "x", 1, 0,
+					 (struct sockaddr *)&none,
+					 sizeof(none)), -1);
+		assert_int_equal(errno, EHOSTUNREACH);
+		close(u);
+	}
+	assert_int_equal(rclose(fa), 0);
+	assert_int_equal(rclose(fb), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -507,6 +635,8 @@ int main(void)
 		cmocka_unit_test(test_shutdown),
 		cmocka_unit_test(test_peek_dontwait_opts),
 		cmocka_unit_test(test_flow_control),
+		cmocka_unit_test(test_fork),
+		cmocka_unit_test(test_dgram),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
