@@ -77,6 +77,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -334,7 +335,9 @@ static void route_src_fill(struct rdma_addrinfo *rai)
 
 	if (family != AF_INET && family != AF_INET6)
 		return;
-	fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* Straight from the kernel: an LD_PRELOADed socket() (librspreload)
+	 * must not make this probe an rsocket. */
+	fd = (int)syscall(SYS_socket, family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;
 	if (connect(fd, rai->ai_dst_addr, rai->ai_dst_len) ||

@@ -342,8 +342,8 @@ static int id_bind_socket(struct cm_id *id, const struct sockaddr *addr)
 		return -EAFNOSUPPORT;
 	if (port_taken(id, addr))
 		return -EADDRINUSE;
-	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		    0);
+	fd = srdma_cm_socket(addr->sa_family,
+			     SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	/* TIME_WAIT of an earlier run must not block a restart. */
@@ -433,7 +433,7 @@ static int route_source(const struct sockaddr *dst,
 	socklen_t len = sizeof(*src);
 	int fd, ret = 0;
 
-	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = srdma_cm_socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, dst, sa_len(dst)) ||

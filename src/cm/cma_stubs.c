@@ -6,10 +6,8 @@
  * Every RDMACM_1.x name must resolve when a client starts (they link
  * BIND_NOW), so the features not offered fail cleanly in their public
  * convention: -1 with errno = EOPNOTSUPP, NULL with errno = EOPNOTSUPP, or
- * nothing for void. They are multicast, ECE and the rsocket API; rpoll()
- * and rselect() are real, passing straight through to poll() and select(),
- * because the rdmacm examples use them on ordinary fds and an rsocket fd
- * can never exist.
+ * nothing for void. They are multicast and ECE. The rsocket API lives in
+ * rsocket.c and rsocket_dgram.c.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -17,7 +15,6 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
-#include <rdma/rsocket.h>
 
 #include "util/compiler.h"
 
@@ -102,158 +99,4 @@ SRDMA_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
 				      struct sockaddr *addr)
 {
 	return fail_eopnotsupp();
-}
-
-/*
- * The rsocket API. No rsocket can be created, so every call on a socket
- * fails; the two multiplexers serve plain fds, which is all the rdmacm
- * examples hand them.
- */
-
-SRDMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
-{
-	return poll(fds, nfds, timeout);
-}
-
-SRDMA_EXPORT int rselect(int nfds, fd_set *readfds, fd_set *writefds,
-			 fd_set *exceptfds, struct timeval *timeout)
-{
-	return select(nfds, readfds, writefds, exceptfds, timeout);
-}
-
-SRDMA_EXPORT int rsocket(int domain, int type, int protocol)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rbind(int socket, const struct sockaddr *addr,
-		       socklen_t addrlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rlisten(int socket, int backlog)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rconnect(int socket, const struct sockaddr *addr,
-			  socklen_t addrlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rshutdown(int socket, int how)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rclose(int socket)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rrecv(int socket, void *buf, size_t len, int flags)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rrecvfrom(int socket, void *buf, size_t len, int flags,
-			       struct sockaddr *src_addr, socklen_t *addrlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rrecvmsg(int socket, struct msghdr *msg, int flags)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rsend(int socket, const void *buf, size_t len, int flags)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rsendto(int socket, const void *buf, size_t len, int flags,
-			     const struct sockaddr *dest_addr,
-			     socklen_t addrlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rsendmsg(int socket, const struct msghdr *msg, int flags)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rread(int socket, void *buf, size_t count)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rreadv(int socket, const struct iovec *iov, int iovcnt)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rwrite(int socket, const void *buf, size_t count)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT ssize_t rwritev(int socket, const struct iovec *iov, int iovcnt)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rgetpeername(int socket, struct sockaddr *addr,
-			      socklen_t *addrlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rgetsockname(int socket, struct sockaddr *addr,
-			      socklen_t *addrlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rsetsockopt(int socket, int level, int optname,
-			     const void *optval, socklen_t optlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rgetsockopt(int socket, int level, int optname, void *optval,
-			     socklen_t *optlen)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rfcntl(int socket, int cmd, ...)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT off_t riomap(int socket, void *buf, size_t len, int prot,
-			  int flags, off_t offset)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int riounmap(int socket, void *buf, size_t len)
-{
-	return fail_eopnotsupp();
-}
-
-/* Returns size_t, so the error is (size_t)-1. */
-SRDMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
-			     off_t offset, int flags)
-{
-	return (size_t)fail_eopnotsupp();
 }

@@ -182,3 +182,17 @@ srdma_net_props(net.flood 150)
 add_test(NAME net.multi
 	COMMAND bash ${SRDMA_NET_DIR}/net_multi.sh $<TARGET_FILE:srdma> 3)
 srdma_net_props(net.multi 200)
+
+# rsockets across two hosts (issue 12 lists rstream and riostream):
+# tests/net/net_rsocket.sh runs tests/clients/rsockets.sh's pair with the
+# server in host 1 and the client in host 2.
+function(srdma_net_rsocket name mode)
+	srdma_client_port(port)
+	add_test(NAME net.rsocket_${name}
+		COMMAND bash ${SRDMA_NET_DIR}/net_rsocket.sh ${mode} ${port}
+			$<TARGET_FILE:srdma> ${ARGN})
+	srdma_net_props(net.rsocket_${name} 180)
+endfunction()
+srdma_net_rsocket(rstream rstream -S 1048576 -C 50)
+srdma_net_rsocket(rstream_verify rstream -S 65536 -C 200 -T v)
+srdma_net_rsocket(riostream riostream -S 1048576 -C 50)
