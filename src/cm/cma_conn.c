@@ -83,10 +83,18 @@ static void conn_finish(struct cm_id *id, enum cm_state state)
 	id->state = state;
 }
 
-static void post_disconnected(struct cm_id *id)
+/*
+ * @status: 0 (the peer disconnected, or its process ended and its kernel
+ * closed the channel, as a kernel CM sends DREQ for a dying process), or
+ * -ETIMEDOUT (the peer host went silent, or our DREQ went unanswered: the
+ * kernel CM's DREQ_ERROR).
+ */
+static void post_disconnected(struct cm_id *id, int status)
 {
 	/* Callers are connected states: DISCONNECTED is reported once. */
-	srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+	id->deadline_ms = 0;
+	srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, status,
+			    NULL);
 	conn_finish(id, CM_DISCONNECTED);
 }
 
@@ -109,7 +117,9 @@ void srdma_cm_conn_lost(struct cm_id *id, int err)
 		return;
 	case CM_ESTABLISHED:
 	case CM_DISCONNECTING:
-		post_disconnected(id);
+		srdma_info("id %p: CM connection lost (%d): disconnected",
+			   (void *)&id->id, err);
+		post_disconnected(id, err == -ETIMEDOUT ? -ETIMEDOUT : 0);
 		return;
 	default:
 		srdma_cm_loop_close(id);
@@ -180,6 +190,11 @@ void srdma_cm_conn_timeout(struct cm_id *id)
 		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_UNREACHABLE,
 				    -ETIMEDOUT, NULL);
 		conn_finish(id, CM_FAILED);
+	}
+	if (id->state == CM_DISCONNECTING) {
+		srdma_info("id %p: no DREP within %u ms: disconnected",
+			   (void *)&id->id, srdma_cm_dead_ms(id));
+		post_disconnected(id, -ETIMEDOUT);
 	}
 }
 
@@ -350,11 +365,11 @@ void srdma_cm_conn_input(struct cm_id *id, const struct srdma_cm_msg *m)
 	case CM_DISCONNECTING:
 		if (m->type == SRDMA_CM_DREQ) {
 			(void)srdma_cm_send(id, &drep);
-			post_disconnected(id);
+			post_disconnected(id, 0);
 			return;
 		}
 		if (m->type == SRDMA_CM_DREP && id->state == CM_DISCONNECTING) {
-			post_disconnected(id);
+			post_disconnected(id, 0);
 			return;
 		}
 		break;
@@ -441,6 +456,7 @@ SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			memcpy(c->pdata, param->private_data, c->pdata_len);
 	}
 
+	srdma_cm_sock_watch_peer(cid);
 	if (!connect(cid->fd, &id->route.addr.dst_addr,
 		     id->route.addr.dst_addr.sa_family == AF_INET6
 			     ? sizeof(struct sockaddr_in6)
@@ -631,9 +647,16 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		if (id->qp_type == IBV_QPT_UD)
 			break; /* SIDR left no connection to close */
 		if (srdma_cm_send(cid, &m)) {
-			post_disconnected(cid);
+			post_disconnected(cid, 0);
 		} else {
+			/* An unanswered DREQ times out (DREQ_ERROR). */
+			unsigned int dead = srdma_cm_dead_ms(cid);
+
 			cid->state = CM_DISCONNECTING;
+			if (dead) {
+				cid->deadline_ms = srdma_cm_now_ms() + dead;
+				srdma_cm_loop_kick();
+			}
 		}
 		wait = true;
 		break;

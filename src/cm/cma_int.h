@@ -53,6 +53,12 @@
 
 /* How long an active connection may take from rdma_connect to the reply. */
 #define SRDMA_CM_CONNECT_TIMEOUT_MS 20000
+/*
+ * A side channel whose peer host is silent this long is dead (at least;
+ * more when the id's ACK timeout makes its QPs' retry budget longer):
+ * docs/design/cm.md, "When a host fails". SRDMA_CM_DEAD_MS overrides it.
+ */
+#define SRDMA_CM_DEAD_MIN_MS 2000
 
 enum cm_state {
 	CM_IDLE,	   /* created, not bound */
@@ -303,6 +309,25 @@ void srdma_cm_loop_kick(void);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t srdma_cm_now_ms(void);
+
+/**
+ * srdma_cm_dead_ms() - how long @id's peer may stay silent before the
+ * connection counts as lost: SRDMA_CM_DEAD_MS if set (0: never, TCP's
+ * own defaults), else the larger of SRDMA_CM_DEAD_MIN_MS and twice the
+ * retry budget of the id's QPs (8 transmissions of 4.096 us x 2^timeout).
+ * Requires cm.lock (reads @id's options).
+ */
+unsigned int srdma_cm_dead_ms(const struct cm_id *id);
+
+/**
+ * srdma_cm_sock_watch_peer() - arm TCP keepalive (probes every second
+ * once the channel is idle for one) and TCP_USER_TIMEOUT on @id's socket,
+ * both at srdma_cm_dead_ms(): a peer host that goes silent (link down,
+ * powered off) then fails the socket with ETIMEDOUT, which cma_conn.c
+ * turns into UNREACHABLE or DISCONNECTED. Best effort (a failing
+ * setsockopt is logged). Requires cm.lock.
+ */
+void srdma_cm_sock_watch_peer(struct cm_id *id);
 
 /* ---- cma_id.c ---- */
 
