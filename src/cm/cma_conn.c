@@ -156,11 +156,44 @@ static void send_req(struct cm_id *id)
 		srdma_cm_conn_lost(id, -ENOMEM);
 }
 
+/* Connect @id's socket to the destination (again). Requires cm.lock. */
+static int conn_dial(struct cm_id *cid)
+{
+	const struct sockaddr *dst = &cid->id.route.addr.dst_addr;
+	int ret;
+
+	srdma_cm_sock_watch_peer(cid);
+	if (!connect(cid->fd, dst,
+		     dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						: sizeof(struct sockaddr_in))) {
+		send_req(cid);
+	} else if (errno == EINPROGRESS) {
+		cid->state = CM_CONNECTING;
+		ret = srdma_cm_loop_watch(cid, true);
+		if (ret)
+			return ret;
+	} else {
+		srdma_cm_conn_connected(cid, -errno);
+	}
+	return 0;
+}
+
 void srdma_cm_conn_connected(struct cm_id *id, int err)
 {
 	if (!err) {
 		send_req(id);
 		return;
+	}
+	if (err == -ECONNREFUSED && id->redials_left) {
+		/* Perhaps about to listen again: ask a little later. */
+		id->redials_left--;
+		if (!srdma_cm_id_rebind(id)) {
+			id->state = CM_CONNECTING;
+			id->redial = true;
+			id->deadline_ms = srdma_cm_now_ms() + SRDMA_CM_REDIAL_MS;
+			srdma_cm_loop_kick();
+			return;
+		}
 	}
 	srdma_dbg("id %p: TCP connect to the CM port failed (%d)%s",
 		  (void *)&id->id, err,
@@ -184,6 +217,14 @@ void srdma_cm_conn_timeout(struct cm_id *id)
 		srdma_dbg("id %p: no REQ within %d ms: dropped",
 			  (void *)&id->id, SRDMA_CM_CONNECT_TIMEOUT_MS);
 		srdma_cm_id_free(id);
+		return;
+	}
+	if (id->state == CM_CONNECTING && id->redial) {
+		id->redial = false;
+		id->deadline_ms =
+			srdma_cm_now_ms() + SRDMA_CM_CONNECT_TIMEOUT_MS;
+		if (conn_dial(id))
+			srdma_cm_conn_lost(id, -ENOMEM);
 		return;
 	}
 	if (id->state == CM_CONNECTING || id->state == CM_REQ_SENT) {
@@ -456,21 +497,12 @@ SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			memcpy(c->pdata, param->private_data, c->pdata_len);
 	}
 
-	srdma_cm_sock_watch_peer(cid);
-	if (!connect(cid->fd, &id->route.addr.dst_addr,
-		     id->route.addr.dst_addr.sa_family == AF_INET6
-			     ? sizeof(struct sockaddr_in6)
-			     : sizeof(struct sockaddr_in))) {
-		send_req(cid);
-	} else if (errno == EINPROGRESS) {
-		cid->state = CM_CONNECTING;
-		ret = srdma_cm_loop_watch(cid, true);
-		if (ret)
-			goto out;
-	} else {
-		srdma_cm_conn_connected(cid, -errno);
-	}
-	if (cid->state == CM_CONNECTING || cid->state == CM_REQ_SENT) {
+	cid->redials_left = SRDMA_CM_REDIAL_TRIES;
+	ret = conn_dial(cid);
+	if (ret)
+		goto out;
+	if ((cid->state == CM_CONNECTING && !cid->redial) ||
+	    cid->state == CM_REQ_SENT) {
 		cid->deadline_ms =
 			srdma_cm_now_ms() + SRDMA_CM_CONNECT_TIMEOUT_MS;
 		srdma_cm_loop_kick();

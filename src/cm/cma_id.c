@@ -361,6 +361,15 @@ static int id_bind_socket(struct cm_id *id, const struct sockaddr *addr)
 	return 0;
 }
 
+int srdma_cm_id_rebind(struct cm_id *id)
+{
+	struct sockaddr_storage addr;
+
+	memcpy(&addr, &id->id.route.addr.src_storage, sizeof(addr));
+	srdma_cm_loop_close(id);
+	return id_bind_socket(id, (struct sockaddr *)&addr);
+}
+
 SRDMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct cm_id *cid;

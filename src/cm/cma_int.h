@@ -59,6 +59,13 @@
  * docs/design/cm.md, "When a host fails". SRDMA_CM_DEAD_MS overrides it.
  */
 #define SRDMA_CM_DEAD_MIN_MS 2000
+/*
+ * A refused TCP connect is tried again this often, this many times, before
+ * it is reported (REJECTED 8): a server that listens again for a second
+ * connection (perftest -R) may not be back when a remote client asks.
+ */
+#define SRDMA_CM_REDIAL_MS    25
+#define SRDMA_CM_REDIAL_TRIES 10
 
 enum cm_state {
 	CM_IDLE,	   /* created, not bound */
@@ -144,6 +151,8 @@ struct cm_id {
 	uint64_t deadline_ms; /* CLOCK_MONOTONIC ms, 0 = none; a listener:
 			       * when to watch it again (paused) */
 	bool starved;	      /* listener: refusing, out of fds */
+	uint8_t redials_left; /* active: refused connects still retried */
+	bool redial;	      /* CM_CONNECTING: the deadline dials again */
 	uint8_t ack_timeout;  /* RDMA_OPTION_ID_ACK_TIMEOUT */
 	bool ack_timeout_set;
 	uint8_t tos;
@@ -352,6 +361,13 @@ void srdma_cm_id_free(struct cm_id *id);
 
 /* Attach @id to the device (sets verbs, pd, port_num). Requires cm.lock. */
 int srdma_cm_id_attach(struct cm_id *id);
+
+/**
+ * srdma_cm_id_rebind() - replace @id's socket (a refused connect) by a
+ * new one bound to the same address and port, not yet watched.
+ * Requires cm.lock. Return: 0 or -errno (@id then has no socket).
+ */
+int srdma_cm_id_rebind(struct cm_id *id);
 
 /* Point id->route.path_rec at a path to the known peer. Requires cm.lock. */
 void srdma_cm_id_fill_path(struct cm_id *id);
