@@ -64,8 +64,8 @@ int srdma_cm_send(struct cm_id *id, struct srdma_cm_msg *msg)
 	msg->qp_type = (uint8_t)id->id.qp_type;
 	if (id->dev) {
 		msg->lid = id->dev->lid;
-		msg->mtu = (uint8_t)id->dev->mtu;
-		memcpy(msg->gid, id->dev->gid.raw, sizeof(msg->gid));
+		msg->mtu = (uint8_t)id->path_mtu;
+		memcpy(msg->gid, id->sgid.raw, sizeof(msg->gid));
 	}
 	len = srdma_cm_encode(msg, buf);
 	if (len < 0)
@@ -295,6 +295,7 @@ static void input_req(struct cm_id *c, const struct srdma_cm_msg *m)
 	(void)getsockname(c->fd, &c->id.route.addr.src_addr, &len);
 	len = sizeof(c->id.route.addr.dst_storage);
 	(void)getpeername(c->fd, &c->id.route.addr.dst_addr, &len);
+	srdma_cm_id_set_source(c, &c->id.route.addr.src_addr, 0);
 	peer_from_msg(c, m);
 	srdma_cm_id_fill_path(c);
 	/* Seen from here: the peer's initiator depth is what we answer. */

@@ -156,6 +156,16 @@ struct cm_id {
 	uint8_t ack_timeout;  /* RDMA_OPTION_ID_ACK_TIMEOUT */
 	bool ack_timeout_set;
 	uint8_t tos;
+	/*
+	 * The local end of the route, set when the id is attached and again
+	 * once its source address is known (srdma_cm_id_set_source): on
+	 * RoCE the GID of that address, the path MTU of its interface.
+	 */
+	uint8_t sgid_index;
+	union ibv_gid sgid;
+	enum ibv_mtu path_mtu;
+	uint8_t hop_limit;
+	uint32_t flow_label; /* host order, 20 bits */
 	int reuseaddr;
 	int afonly;
 	uint32_t events_out;	     /* retrieved and not yet acked */
@@ -369,6 +379,19 @@ int srdma_cm_id_attach(struct cm_id *id);
  */
 int srdma_cm_id_rebind(struct cm_id *id);
 
+/**
+ * srdma_cm_id_set_source() - @id's source address is @src (the routed
+ * source, a bound address, or where a passive connection arrived): on a
+ * RoCE port take the GID of that address (IPv4: ::ffff:a.b.c.d) and the
+ * path MTU of its interface (rxe's rule: the largest IB MTU that fits
+ * the interface's MTU less 80 bytes of headers). @hop_limit: the route's,
+ * 0 for the default (64). An address the GID table lacks (127.0.0.1 with
+ * other interfaces up) keeps GID index 0 and the port's MTU. Also
+ * sets route.addr.addr.ibaddr.sgid. Requires cm.lock; @id attached.
+ */
+void srdma_cm_id_set_source(struct cm_id *id, const struct sockaddr *src,
+			    int hop_limit);
+
 /* Point id->route.path_rec at a path to the known peer. Requires cm.lock. */
 void srdma_cm_id_fill_path(struct cm_id *id);
 
@@ -439,6 +462,15 @@ void srdma_cm_qp_error(struct cm_id *id);
  * Return: 0 or -errno.
  */
 int srdma_cm_device_get(struct cm_device **out);
+
+/**
+ * srdma_cm_device_gid_of() - the GID table entry of IP address @sa on
+ * port 1 (RoCE v2 entries only) and the path MTU of its interface.
+ * Requires cm.lock. Return: 0, or -ENOENT if no entry has that address.
+ */
+int srdma_cm_device_gid_of(struct cm_device *d, const struct sockaddr *sa,
+			   uint8_t *index, union ibv_gid *gid,
+			   enum ibv_mtu *mtu);
 
 /* Drop a reference; the default PD goes with the last one. cm.lock. */
 void srdma_cm_device_put(struct cm_device *dev);
