@@ -229,3 +229,10 @@ srdma_net_cm(net.cm.ib_write_bw bw
 srdma_net_cm(net.cm.ib_send_lat lat
 	@server ib_send_lat -d srdma0 -R -n 300
 	@client ib_send_lat -d srdma0 -R -n 300 @ADDR)
+# The route rdma_cm picks, on the wire (net_cm_route.sh): the source
+# address's GID (RoCEv2 over IPv4 for an IPv4 destination, over the
+# fd53:: addresses for an IPv6 one) and the interface's path MTU (1024 at
+# MTU 1500, 4096 at 9000), from tcpdump on the veth.
+add_test(NAME net.cm.route
+	COMMAND bash ${SRDMA_NET_DIR}/net_cm_route.sh $<TARGET_FILE:srdma>)
+srdma_net_props(net.cm.route 90)
