@@ -236,3 +236,12 @@ srdma_net_cm(net.cm.ib_send_lat lat
 add_test(NAME net.cm.route
 	COMMAND bash ${SRDMA_NET_DIR}/net_cm_route.sh $<TARGET_FILE:srdma>)
 srdma_net_props(net.cm.route 90)
+
+# Host failure under rdma_cm (issue 12 item 6; net_cm_fail.sh with its
+# peer program cm_fail_peer.c).
+add_executable(net_cm_fail_peer ${SRDMA_NET_DIR}/cm_fail_peer.c)
+target_link_libraries(net_cm_fail_peer PRIVATE ibverbs rdmacm)
+add_test(NAME net.cm.fail
+	COMMAND bash ${SRDMA_NET_DIR}/net_cm_fail.sh $<TARGET_FILE:srdma>
+		$<TARGET_FILE:net_cm_fail_peer>)
+srdma_net_props(net.cm.fail 120)
