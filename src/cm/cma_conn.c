@@ -679,7 +679,11 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		srdma_cm_qp_error(cid);
 		if (id->qp_type == IBV_QPT_UD)
 			break; /* SIDR left no connection to close */
-		if (srdma_cm_send(cid, &m)) {
+		ret = srdma_cm_send(cid, &m);
+		if (ret) {
+			srdma_dbg("id %p: DREQ not sent (%d): disconnected",
+				  (void *)id, ret);
+			ret = 0;
 			post_disconnected(cid, 0);
 		} else {
 			/* An unanswered DREQ times out (DREQ_ERROR). */

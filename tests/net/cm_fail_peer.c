@@ -22,6 +22,13 @@
  *	writes 500 messages and prints "client: round ok"; it is the
  *	reconnection after the failure.
  *
+ *   cm_fail_peer client-dreq ADDR PORT
+ *	Connects, prints "client: connected", waits for a line on stdin
+ *	(the test stops the server with SIGSTOP meanwhile: its kernel
+ *	still answers TCP, its CM never answers the DREQ), calls
+ *	rdma_disconnect and prints "client: cm <EVENT> status <S> after
+ *	<D> ms" for the event that ends the connection (30 s at most).
+ *
  * <T> is CLOCK_REALTIME in milliseconds, comparable with `date +%s%3N`
  * of the test script. Exit 0 when every round did what it says, 1 with a
  * "client: FAIL ..." line otherwise. Connection parameters are
@@ -383,6 +390,48 @@ static int client(const char *addr, const char *port, int rounds)
 	return 0;
 }
 
+/*
+ * client-dreq: connect, wait for a line on stdin (the test stops the
+ * server meanwhile), rdma_disconnect, and report the event that ends it.
+ */
+static int client_dreq(const char *addr, const char *port)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+	struct conn c = {0};
+	struct rdma_cm_event *ev;
+	char line[64];
+	long long t0;
+
+	if (getaddrinfo(addr, port, &hints, &ai))
+		return 1;
+	c.ch = rdma_create_event_channel();
+	c.buf = calloc(1, MSG_SIZE);
+	if (!c.ch || !c.buf || conn_open(&c, ai)) {
+		printf("client: FAIL connect\n");
+		return 1;
+	}
+	printf("client: connected\n");
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	t0 = now_ms();
+	if (rdma_disconnect(c.id)) {
+		printf("client: FAIL rdma_disconnect\n");
+		return 1;
+	}
+	ev = next_event(c.ch, 30000);
+	if (!ev) {
+		printf("client: FAIL no CM event within 30 s of "
+		       "rdma_disconnect\n");
+		return 1;
+	}
+	printf("client: cm %s status %d after %lld ms\n",
+	       rdma_event_str(ev->event), ev->status, now_ms() - t0);
+	rdma_ack_cm_event(ev);
+	conn_close(&c);
+	freeaddrinfo(ai);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -390,7 +439,11 @@ int main(int argc, char **argv)
 		return serve(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "client"))
 		return client(argv[2], argv[3], atoi(argv[4]));
-	fprintf(stderr, "usage: %s server PORT | client ADDR PORT ROUNDS\n",
+	if (argc == 4 && !strcmp(argv[1], "client-dreq"))
+		return client_dreq(argv[2], argv[3]);
+	fprintf(stderr,
+		"usage: %s server PORT | client ADDR PORT ROUNDS | "
+		"client-dreq ADDR PORT\n",
 		argv[0]);
 	return 2;
 }

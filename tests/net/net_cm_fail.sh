@@ -25,8 +25,14 @@
 #  4 unreachable: host 1's link down, `rping -c` to it must fail with
 #    RDMA_CM_EVENT_UNREACHABLE within CM_MS (no hang), link up.
 #  5 rping mid-run: rping -s / rping -c -C <many> running, host 1's link
-#    goes down: both rpings must exit non-zero within CM_MS + 2 s; link
+#    goes down: both rpings must exit within CM_MS + 2 s, each having
+#    reported the failure (a failed completion: exit 1; DISCONNECTED:
+#    rping's own exit 0) - no hang; link
 #    up, and a new rping -v -C 10 pair passes (run_pair.sh's rping rule).
+#  6 unanswered DREQ: the server is SIGSTOPped (its kernel still answers
+#    TCP, its CM never answers); the client's rdma_disconnect must end in
+#    DISCONNECTED with -ETIMEDOUT (-110) within 1.5-5 s (the CM's dead
+#    time, 2 s by default), as the kernel CM's DREQ timeout does.
 # The times measured are printed ("measured: ...").
 #
 # Exit: 0 pass, 1 fail, 2 usage, 77 skip (no root, rping missing).
@@ -240,10 +246,18 @@ for p in srv cli; do
 	fi
 	wait "${!pid_var}"
 	rc=$?
-	[ $rc -ne 0 ] || fail "rping $p exited 0 after host 1's link went down"
+	# rping exits 0 when its CM id was DISCONNECTED, non-zero when a
+	# completion failed; either way it must say what ended it.
+	f=$work/rping_s
+	[ "$p" = cli ] && f=$work/rping_c
+	if ! grep -q 'DISCONNECT EVENT\|completion failed\|cma event' "$f"; then
+		cat "$work/rping_s" "$work/rping_c"
+		fail "rping $p exited $rc without reporting the failure"
+	fi
+	echo "net_cm_fail: rping $p: exit $rc: $(grep -m1 'DISCONNECT EVENT\|completion failed\|cma event' "$f")"
 done
 srv_pid='' cli_pid=''
-echo "net_cm_fail: measured: rping, host 1's link down: both exited with an error within $dt ms"
+echo "net_cm_fail: measured: rping, host 1's link down: both ended within $dt ms"
 link up
 bash "$RUN_PAIR" --timeout 40 --server-wrap "$H run 1 --" \
 	--client-wrap "$H run 2 --" rping "$PORT" "$srdma" \
@@ -253,4 +267,32 @@ bash "$RUN_PAIR" --timeout 40 --server-wrap "$H run 1 --" \
 	fail "rping after the link came back"
 }
 echo "net_cm_fail: rping after the link came back: $(tail -1 "$work/rping_again")"
+
+# 6: a DREQ nobody answers.
+start_server 3
+[ -n "$ctl_open" ] && exec 3>&-
+rm -f "$work/ctl"
+mkfifo "$work/ctl"
+"$H" run 2 -- "$srdma" run -- "$peer" client-dreq "$a1" "$PORT" \
+	<"$work/ctl" >"$work/cli.out" 2>&1 &
+cli_pid=$!
+exec 3>"$work/ctl"
+wait_for "$work/cli.out" 'client: connected' 1 30 || fail "DREQ: no connection"
+kill -STOP "$srv_pid"
+# A group stop takes effect thread by thread: wait until all have.
+for ((i = 0; i < 250; i++)); do
+	grep -q 'State:.*[RSD]' /proc/"$srv_pid"/task/*/status 2>/dev/null || break
+	sleep 0.02
+done
+echo go >&3
+wait_for "$work/cli.out" 'client: cm \|FAIL' 1 30
+kill -CONT "$srv_pid"
+line=$(grep 'client: cm' "$work/cli.out")
+[[ $line =~ ^client:\ cm\ RDMA_CM_EVENT_DISCONNECTED\ status\ -110\ after\ ([0-9]+)\ ms ]] ||
+	fail "DREQ: rdma_disconnect did not end in DISCONNECTED -110: $line"
+dt=${BASH_REMATCH[1]}
+echo "net_cm_fail: measured: unanswered DREQ: DISCONNECTED (status -110) after $dt ms"
+if [ "$dt" -lt 1500 ] || [ "$dt" -gt 5000 ]; then
+	fail "DREQ: DISCONNECTED after $dt ms, not within 1500-5000"
+fi
 echo "net_cm_fail: PASS"
