@@ -26,8 +26,14 @@
  * closed its socket, or sent something malformed or out of turn) gives
  * UNREACHABLE with -ECONNRESET or -EPROTO at once, where hardware would
  * give UNREACHABLE with -ETIMEDOUT after its retries; an established
- * connection whose socket goes away gives DISCONNECTED. Hidden children
- * (no valid REQ yet) are dropped silently.
+ * connection whose socket goes away gives DISCONNECTED. A peer host that
+ * goes silent fails the socket after srdma_cm_dead_ms() (TCP keepalive
+ * and TCP_USER_TIMEOUT, cma_loop.c), and a DREQ without DREP times out
+ * after as long: both give DISCONNECTED with -ETIMEDOUT, the kernel CM's
+ * DREQ_ERROR (UNREACHABLE -ETIMEDOUT during the handshake). A refused
+ * connect is dialled again for a moment (SRDMA_CM_REDIAL_*) before it
+ * counts as REJECTED. Hidden children (no valid REQ yet) are dropped
+ * silently.
  *
  * Received messages are handled by the service thread under cm.lock;
  * the application's calls take cm.lock, check the state, send, and for a
