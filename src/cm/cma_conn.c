@@ -26,8 +26,14 @@
  * closed its socket, or sent something malformed or out of turn) gives
  * UNREACHABLE with -ECONNRESET or -EPROTO at once, where hardware would
  * give UNREACHABLE with -ETIMEDOUT after its retries; an established
- * connection whose socket goes away gives DISCONNECTED. Hidden children
- * (no valid REQ yet) are dropped silently.
+ * connection whose socket goes away gives DISCONNECTED. A peer host that
+ * goes silent fails the socket after srdma_cm_dead_ms() (TCP keepalive
+ * and TCP_USER_TIMEOUT, cma_loop.c), and a DREQ without DREP times out
+ * after as long: both give DISCONNECTED with -ETIMEDOUT, the kernel CM's
+ * DREQ_ERROR (UNREACHABLE -ETIMEDOUT during the handshake). A refused
+ * connect is dialled again for a moment (SRDMA_CM_REDIAL_*) before it
+ * counts as REJECTED. Hidden children (no valid REQ yet) are dropped
+ * silently.
  *
  * Received messages are handled by the service thread under cm.lock;
  * the application's calls take cm.lock, check the state, send, and for a
@@ -64,8 +70,8 @@ int srdma_cm_send(struct cm_id *id, struct srdma_cm_msg *msg)
 	msg->qp_type = (uint8_t)id->id.qp_type;
 	if (id->dev) {
 		msg->lid = id->dev->lid;
-		msg->mtu = (uint8_t)id->dev->mtu;
-		memcpy(msg->gid, id->dev->gid.raw, sizeof(msg->gid));
+		msg->mtu = (uint8_t)id->path_mtu;
+		memcpy(msg->gid, id->sgid.raw, sizeof(msg->gid));
 	}
 	len = srdma_cm_encode(msg, buf);
 	if (len < 0)
@@ -83,10 +89,18 @@ static void conn_finish(struct cm_id *id, enum cm_state state)
 	id->state = state;
 }
 
-static void post_disconnected(struct cm_id *id)
+/*
+ * @status: 0 (the peer disconnected, or its process ended and its kernel
+ * closed the channel, as a kernel CM sends DREQ for a dying process), or
+ * -ETIMEDOUT (the peer host went silent, or our DREQ went unanswered: the
+ * kernel CM's DREQ_ERROR).
+ */
+static void post_disconnected(struct cm_id *id, int status)
 {
 	/* Callers are connected states: DISCONNECTED is reported once. */
-	srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+	id->deadline_ms = 0;
+	srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, status,
+			    NULL);
 	conn_finish(id, CM_DISCONNECTED);
 }
 
@@ -109,7 +123,9 @@ void srdma_cm_conn_lost(struct cm_id *id, int err)
 		return;
 	case CM_ESTABLISHED:
 	case CM_DISCONNECTING:
-		post_disconnected(id);
+		srdma_info("id %p: CM connection lost (%d): disconnected",
+			   (void *)&id->id, err);
+		post_disconnected(id, err == -ETIMEDOUT ? -ETIMEDOUT : 0);
 		return;
 	default:
 		srdma_cm_loop_close(id);
@@ -146,11 +162,44 @@ static void send_req(struct cm_id *id)
 		srdma_cm_conn_lost(id, -ENOMEM);
 }
 
+/* Connect @id's socket to the destination (again). Requires cm.lock. */
+static int conn_dial(struct cm_id *cid)
+{
+	const struct sockaddr *dst = &cid->id.route.addr.dst_addr;
+	int ret;
+
+	srdma_cm_sock_watch_peer(cid);
+	if (!connect(cid->fd, dst,
+		     dst->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						: sizeof(struct sockaddr_in))) {
+		send_req(cid);
+	} else if (errno == EINPROGRESS) {
+		cid->state = CM_CONNECTING;
+		ret = srdma_cm_loop_watch(cid, true);
+		if (ret)
+			return ret;
+	} else {
+		srdma_cm_conn_connected(cid, -errno);
+	}
+	return 0;
+}
+
 void srdma_cm_conn_connected(struct cm_id *id, int err)
 {
 	if (!err) {
 		send_req(id);
 		return;
+	}
+	if (err == -ECONNREFUSED && id->redials_left) {
+		/* Perhaps about to listen again: ask a little later. */
+		id->redials_left--;
+		if (!srdma_cm_id_rebind(id)) {
+			id->state = CM_CONNECTING;
+			id->redial = true;
+			id->deadline_ms = srdma_cm_now_ms() + SRDMA_CM_REDIAL_MS;
+			srdma_cm_loop_kick();
+			return;
+		}
 	}
 	srdma_dbg("id %p: TCP connect to the CM port failed (%d)%s",
 		  (void *)&id->id, err,
@@ -176,10 +225,23 @@ void srdma_cm_conn_timeout(struct cm_id *id)
 		srdma_cm_id_free(id);
 		return;
 	}
+	if (id->state == CM_CONNECTING && id->redial) {
+		id->redial = false;
+		id->deadline_ms =
+			srdma_cm_now_ms() + SRDMA_CM_CONNECT_TIMEOUT_MS;
+		if (conn_dial(id))
+			srdma_cm_conn_lost(id, -ENOMEM);
+		return;
+	}
 	if (id->state == CM_CONNECTING || id->state == CM_REQ_SENT) {
 		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_UNREACHABLE,
 				    -ETIMEDOUT, NULL);
 		conn_finish(id, CM_FAILED);
+	}
+	if (id->state == CM_DISCONNECTING) {
+		srdma_info("id %p: no DREP within %u ms: disconnected",
+			   (void *)&id->id, srdma_cm_dead_ms(id));
+		post_disconnected(id, -ETIMEDOUT);
 	}
 }
 
@@ -239,6 +301,7 @@ static void input_req(struct cm_id *c, const struct srdma_cm_msg *m)
 	(void)getsockname(c->fd, &c->id.route.addr.src_addr, &len);
 	len = sizeof(c->id.route.addr.dst_storage);
 	(void)getpeername(c->fd, &c->id.route.addr.dst_addr, &len);
+	srdma_cm_id_set_source(c, &c->id.route.addr.src_addr, 0);
 	peer_from_msg(c, m);
 	srdma_cm_id_fill_path(c);
 	/* Seen from here: the peer's initiator depth is what we answer. */
@@ -350,11 +413,11 @@ void srdma_cm_conn_input(struct cm_id *id, const struct srdma_cm_msg *m)
 	case CM_DISCONNECTING:
 		if (m->type == SRDMA_CM_DREQ) {
 			(void)srdma_cm_send(id, &drep);
-			post_disconnected(id);
+			post_disconnected(id, 0);
 			return;
 		}
 		if (m->type == SRDMA_CM_DREP && id->state == CM_DISCONNECTING) {
-			post_disconnected(id);
+			post_disconnected(id, 0);
 			return;
 		}
 		break;
@@ -441,20 +504,12 @@ SRDMA_EXPORT int rdma_connect(struct rdma_cm_id *id,
 			memcpy(c->pdata, param->private_data, c->pdata_len);
 	}
 
-	if (!connect(cid->fd, &id->route.addr.dst_addr,
-		     id->route.addr.dst_addr.sa_family == AF_INET6
-			     ? sizeof(struct sockaddr_in6)
-			     : sizeof(struct sockaddr_in))) {
-		send_req(cid);
-	} else if (errno == EINPROGRESS) {
-		cid->state = CM_CONNECTING;
-		ret = srdma_cm_loop_watch(cid, true);
-		if (ret)
-			goto out;
-	} else {
-		srdma_cm_conn_connected(cid, -errno);
-	}
-	if (cid->state == CM_CONNECTING || cid->state == CM_REQ_SENT) {
+	cid->redials_left = SRDMA_CM_REDIAL_TRIES;
+	ret = conn_dial(cid);
+	if (ret)
+		goto out;
+	if ((cid->state == CM_CONNECTING && !cid->redial) ||
+	    cid->state == CM_REQ_SENT) {
 		cid->deadline_ms =
 			srdma_cm_now_ms() + SRDMA_CM_CONNECT_TIMEOUT_MS;
 		srdma_cm_loop_kick();
@@ -630,10 +685,21 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		srdma_cm_qp_error(cid);
 		if (id->qp_type == IBV_QPT_UD)
 			break; /* SIDR left no connection to close */
-		if (srdma_cm_send(cid, &m)) {
-			post_disconnected(cid);
+		ret = srdma_cm_send(cid, &m);
+		if (ret) {
+			srdma_dbg("id %p: DREQ not sent (%d): disconnected",
+				  (void *)id, ret);
+			ret = 0;
+			post_disconnected(cid, 0);
 		} else {
+			/* An unanswered DREQ times out (DREQ_ERROR). */
+			unsigned int dead = srdma_cm_dead_ms(cid);
+
 			cid->state = CM_DISCONNECTING;
+			if (dead) {
+				cid->deadline_ms = srdma_cm_now_ms() + dead;
+				srdma_cm_loop_kick();
+			}
 		}
 		wait = true;
 		break;

@@ -11,8 +11,13 @@
  * id and released with the last one.
  */
 #include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "cm/cma_int.h"
 #include "util/log.h"
@@ -60,6 +65,84 @@ int srdma_cm_device_open(void)
 out_free:
 	ibv_free_device_list(list);
 	return ret;
+}
+
+/* The path MTU an interface of MTU @ifmtu carries (rxe's rule). */
+static enum ibv_mtu path_mtu_of(int ifmtu)
+{
+	int room = ifmtu - 80; /* Ethernet, IP, UDP, BTH, ICRC and more */
+
+	if (room >= 4096)
+		return IBV_MTU_4096;
+	if (room >= 2048)
+		return IBV_MTU_2048;
+	if (room >= 1024)
+		return IBV_MTU_1024;
+	if (room >= 512)
+		return IBV_MTU_512;
+	return IBV_MTU_256;
+}
+
+/* The MTU of interface @ifindex now, or 0. */
+static int ifindex_mtu(uint32_t ifindex)
+{
+	char name[IF_NAMESIZE];
+	struct ifreq r;
+	int fd, mtu = 0;
+
+	if (!ifindex || !if_indextoname(ifindex, name))
+		return 0;
+	fd = srdma_cm_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	memcpy(r.ifr_name, name, sizeof(r.ifr_name) < sizeof(name)
+					 ? sizeof(r.ifr_name)
+					 : sizeof(name));
+	if (!ioctl(fd, SIOCGIFMTU, &r))
+		mtu = r.ifr_mtu;
+	close(fd);
+	return mtu;
+}
+
+int srdma_cm_device_gid_of(struct cm_device *d, const struct sockaddr *sa,
+			   uint8_t *index, union ibv_gid *gid,
+			   enum ibv_mtu *mtu)
+{
+	struct ibv_port_attr pattr;
+	struct ibv_gid_entry e;
+	union ibv_gid want;
+	uint32_t i;
+	int ifmtu;
+
+	memset(&want, 0, sizeof(want));
+	if (sa->sa_family == AF_INET) {
+		want.raw[10] = 0xff;
+		want.raw[11] = 0xff;
+		memcpy(&want.raw[12],
+		       &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa->sa_family == AF_INET6) {
+		memcpy(want.raw, &((const struct sockaddr_in6 *)sa)->sin6_addr,
+		       16);
+	} else {
+		return -ENOENT;
+	}
+	if (ibv_query_port(d->verbs, 1, &pattr))
+		return -ENOENT;
+	for (i = 0; i < (uint32_t)pattr.gid_tbl_len && i <= 0xff; i++) {
+		if (ibv_query_gid_ex(d->verbs, 1, i, &e, 0) ||
+		    e.gid_type != IBV_GID_TYPE_ROCE_V2 ||
+		    memcmp(e.gid.raw, want.raw, sizeof(want.raw)))
+			continue;
+		*index = (uint8_t)i;
+		*gid = e.gid;
+		ifmtu = ifindex_mtu(e.ndev_ifindex);
+		*mtu = ifmtu ? path_mtu_of(ifmtu) : d->mtu;
+		if (*mtu > pattr.max_mtu)
+			*mtu = pattr.max_mtu;
+		return 0;
+	}
+	return -ENOENT;
 }
 
 int srdma_cm_device_get(struct cm_device **out)

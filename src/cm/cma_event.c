@@ -182,8 +182,10 @@ static void fill_ud_param(struct cm_event *ev, struct cm_id *id,
 	if (id->dev && id->dev->roce) {
 		p->ah_attr.is_global = 1;
 		memcpy(p->ah_attr.grh.dgid.raw, m->gid, sizeof(m->gid));
-		p->ah_attr.grh.sgid_index = 0;
-		p->ah_attr.grh.hop_limit = 64;
+		p->ah_attr.grh.sgid_index = id->sgid_index;
+		p->ah_attr.grh.hop_limit = id->hop_limit;
+		p->ah_attr.grh.traffic_class = id->tos;
+		p->ah_attr.grh.flow_label = id->flow_label;
 	}
 }
 

@@ -165,7 +165,40 @@ int srdma_cm_id_attach(struct cm_id *id)
 	id->id.port_num = 1;
 	id->id.route.addr.addr.ibaddr.sgid = id->dev->gid;
 	id->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
+	id->sgid_index = 0;
+	id->sgid = id->dev->gid;
+	id->path_mtu = id->dev->mtu;
+	id->hop_limit = 64;
 	return 0;
+}
+
+void srdma_cm_id_set_source(struct cm_id *id, const struct sockaddr *src,
+			    int hop_limit)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)src;
+	struct sockaddr_in v4;
+
+	id->hop_limit = hop_limit > 0 && hop_limit < 256 ? (uint8_t)hop_limit
+							 : 64;
+	if (!id->dev->roce)
+		return;
+	/* A dual-stack socket names an IPv4 peer ::ffff:a.b.c.d. */
+	if (src->sa_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		memset(&v4, 0, sizeof(v4));
+		v4.sin_family = AF_INET;
+		memcpy(&v4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+		src = (const struct sockaddr *)&v4;
+	}
+	if (srdma_cm_device_gid_of(id->dev, src, &id->sgid_index, &id->sgid,
+				   &id->path_mtu)) {
+		srdma_dbg("id %p: source address not in the GID table: GID "
+			  "index 0", (void *)&id->id);
+		return;
+	}
+	id->id.route.addr.addr.ibaddr.sgid = id->sgid;
+	srdma_dbg("id %p: GID index %u, path MTU %d", (void *)&id->id,
+		  id->sgid_index, 128 << id->path_mtu);
 }
 
 static int ps_qp_type(enum rdma_port_space ps, enum ibv_qp_type *qpt)
@@ -361,6 +394,15 @@ static int id_bind_socket(struct cm_id *id, const struct sockaddr *addr)
 	return 0;
 }
 
+int srdma_cm_id_rebind(struct cm_id *id)
+{
+	struct sockaddr_storage addr;
+
+	memcpy(&addr, &id->id.route.addr.src_storage, sizeof(addr));
+	srdma_cm_loop_close(id);
+	return id_bind_socket(id, (struct sockaddr *)&addr);
+}
+
 SRDMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	struct cm_id *cid;
@@ -388,6 +430,7 @@ SRDMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 			cid->fd = -1;
 			goto out;
 		}
+		srdma_cm_id_set_source(cid, addr, 0);
 	}
 	cid->state = CM_BOUND;
 out:
@@ -426,19 +469,29 @@ SRDMA_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return srdma_cm_ret(ret);
 }
 
-/* Which local address the kernel would use to reach @dst (port 0). */
+/*
+ * Which local address the kernel would use to reach @dst (port 0), and
+ * the hop limit (TTL) of that route.
+ */
 static int route_source(const struct sockaddr *dst,
-			struct sockaddr_storage *src)
+			struct sockaddr_storage *src, int *hops)
 {
-	socklen_t len = sizeof(*src);
+	socklen_t len = sizeof(*src), hlen = sizeof(*hops);
 	int fd, ret = 0;
 
+	*hops = 0;
 	fd = srdma_cm_socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, dst, sa_len(dst)) ||
 	    getsockname(fd, (struct sockaddr *)src, &len))
 		ret = -errno;
+	if (!ret && getsockopt(fd, dst->sa_family == AF_INET6 ? IPPROTO_IPV6
+							    : IPPROTO_IP,
+			       dst->sa_family == AF_INET6 ? IPV6_UNICAST_HOPS
+							  : IP_TTL,
+			       hops, &hlen))
+		*hops = 0;
 	close(fd);
 	if (!ret && src->ss_family == AF_INET)
 		((struct sockaddr_in *)src)->sin_port = 0;
@@ -447,16 +500,52 @@ static int route_source(const struct sockaddr *dst,
 	return ret;
 }
 
+/*
+ * The flow label of a RoCE v2 path, as the kernel's CM chooses it: the
+ * one an IPv6 source address carries in sin6_flowinfo, else a hash of
+ * the two ports (the active side's source port x 31 + its destination
+ * port, so both ends of a connection pick the same label).
+ */
+static uint32_t flow_label_of(const struct cm_id *id)
+{
+	const struct sockaddr *src = &id->id.route.addr.src_addr;
+	const struct sockaddr *dst = &id->id.route.addr.dst_addr;
+	uint32_t fl = 0, sport, dport;
+
+	if (src->sa_family == AF_INET6)
+		fl = ntohl(((const struct sockaddr_in6 *)src)->sin6_flowinfo) &
+		     0xfffff;
+	if (fl)
+		return fl;
+	sport = ntohs(sa_port(src));
+	dport = ntohs(sa_port(dst));
+	if (id->child) {
+		uint32_t t = sport;
+
+		sport = dport;
+		dport = t;
+	}
+	return (sport * 31 + dport) & 0xfffff;
+}
+
 void srdma_cm_id_fill_path(struct cm_id *id)
 {
 	struct ibv_sa_path_rec *p = &id->path;
 
+	id->flow_label = id->dev->roce ? flow_label_of(id) : 0;
+
 	memset(p, 0, sizeof(*p));
-	p->sgid = id->dev->gid;
+	p->sgid = id->sgid;
 	p->dgid = id->id.route.addr.addr.ibaddr.dgid;
 	p->slid = htons(id->dev->lid);
 	p->pkey = htons(0xffff);
-	p->mtu = id->dev->mtu;
+	if (id->dev->roce) {
+		/* RoCE v2: a routed path, built here as the kernel does. */
+		p->hop_limit = id->hop_limit;
+		p->traffic_class = id->tos;
+		p->flow_label = htonl(id->flow_label);
+	}
+	p->mtu = id->path_mtu;
 	p->mtu_selector = 2;
 	p->rate = 3;
 	p->rate_selector = 2;
@@ -474,7 +563,7 @@ SRDMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 {
 	struct sockaddr_storage src, any;
 	struct cm_id *cid;
-	int ret = 0, err;
+	int ret = 0, err, hops;
 
 	(void)timeout_ms;
 	if (!id || !dst_addr || !sa_len(dst_addr)) {
@@ -506,7 +595,7 @@ SRDMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	memcpy(&id->route.addr.dst_storage, dst_addr, sa_len(dst_addr));
 	id->route.addr.addr.ibaddr.dgid = cid->dev->gid;
 
-	err = route_source(dst_addr, &src);
+	err = route_source(dst_addr, &src, &hops);
 	if (err) {
 		srdma_cm_event_post(cid, NULL, RDMA_CM_EVENT_ADDR_ERROR, err,
 				    NULL);
@@ -522,6 +611,7 @@ SRDMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 				id->route.addr.src_sin.sin_port = port;
 			}
 		}
+		srdma_cm_id_set_source(cid, &id->route.addr.src_addr, hops);
 		cid->state = CM_ADDR_RESOLVED;
 		srdma_cm_event_post(cid, NULL, RDMA_CM_EVENT_ADDR_RESOLVED, 0,
 				    NULL);

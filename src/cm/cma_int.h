@@ -55,6 +55,19 @@
 
 /* How long an active connection may take from rdma_connect to the reply. */
 #define SRDMA_CM_CONNECT_TIMEOUT_MS 20000
+/*
+ * A side channel whose peer host is silent this long is dead (at least;
+ * more when the id's ACK timeout makes its QPs' retry budget longer):
+ * docs/design/cm.md, "When a host fails". SRDMA_CM_DEAD_MS overrides it.
+ */
+#define SRDMA_CM_DEAD_MIN_MS 2000
+/*
+ * A refused TCP connect is tried again this often, this many times, before
+ * it is reported (REJECTED 8): a server that listens again for a second
+ * connection (perftest -R) may not be back when a remote client asks.
+ */
+#define SRDMA_CM_REDIAL_MS    25
+#define SRDMA_CM_REDIAL_TRIES 10
 
 enum cm_state {
 	CM_IDLE,	   /* created, not bound */
@@ -140,9 +153,21 @@ struct cm_id {
 	uint64_t deadline_ms; /* CLOCK_MONOTONIC ms, 0 = none; a listener:
 			       * when to watch it again (paused) */
 	bool starved;	      /* listener: refusing, out of fds */
+	uint8_t redials_left; /* active: refused connects still retried */
+	bool redial;	      /* CM_CONNECTING: the deadline dials again */
 	uint8_t ack_timeout;  /* RDMA_OPTION_ID_ACK_TIMEOUT */
 	bool ack_timeout_set;
 	uint8_t tos;
+	/*
+	 * The local end of the route, set when the id is attached and again
+	 * once its source address is known (srdma_cm_id_set_source): on
+	 * RoCE the GID of that address, the path MTU of its interface.
+	 */
+	uint8_t sgid_index;
+	union ibv_gid sgid;
+	enum ibv_mtu path_mtu;
+	uint8_t hop_limit;
+	uint32_t flow_label; /* host order, 20 bits */
 	int reuseaddr;
 	int afonly;
 	uint32_t events_out;	     /* retrieved and not yet acked */
@@ -306,6 +331,25 @@ void srdma_cm_loop_kick(void);
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t srdma_cm_now_ms(void);
 
+/**
+ * srdma_cm_dead_ms() - how long @id's peer may stay silent before the
+ * connection counts as lost: SRDMA_CM_DEAD_MS if set (0: never, TCP's
+ * own defaults), else the larger of SRDMA_CM_DEAD_MIN_MS and twice the
+ * retry budget of the id's QPs (8 transmissions of 4.096 us x 2^timeout).
+ * Requires cm.lock (reads @id's options).
+ */
+unsigned int srdma_cm_dead_ms(const struct cm_id *id);
+
+/**
+ * srdma_cm_sock_watch_peer() - arm TCP keepalive (probes every second
+ * once the channel is idle for one) and TCP_USER_TIMEOUT on @id's socket,
+ * both at srdma_cm_dead_ms(): a peer host that goes silent (link down,
+ * powered off) then fails the socket with ETIMEDOUT, which cma_conn.c
+ * turns into UNREACHABLE or DISCONNECTED. Best effort (a failing
+ * setsockopt is logged). Requires cm.lock.
+ */
+void srdma_cm_sock_watch_peer(struct cm_id *id);
+
 /* ---- cma_id.c ---- */
 
 /* Find a live id by serial. Requires cm.lock. */
@@ -329,6 +373,26 @@ void srdma_cm_id_free(struct cm_id *id);
 
 /* Attach @id to the device (sets verbs, pd, port_num). Requires cm.lock. */
 int srdma_cm_id_attach(struct cm_id *id);
+
+/**
+ * srdma_cm_id_rebind() - replace @id's socket (a refused connect) by a
+ * new one bound to the same address and port, not yet watched.
+ * Requires cm.lock. Return: 0 or -errno (@id then has no socket).
+ */
+int srdma_cm_id_rebind(struct cm_id *id);
+
+/**
+ * srdma_cm_id_set_source() - @id's source address is @src (the routed
+ * source, a bound address, or where a passive connection arrived): on a
+ * RoCE port take the GID of that address (IPv4: ::ffff:a.b.c.d) and the
+ * path MTU of its interface (rxe's rule: the largest IB MTU that fits
+ * the interface's MTU less 80 bytes of headers). @hop_limit: the route's,
+ * 0 for the default (64). An address the GID table lacks (127.0.0.1 with
+ * other interfaces up) keeps GID index 0 and the port's MTU. Also
+ * sets route.addr.addr.ibaddr.sgid. Requires cm.lock; @id attached.
+ */
+void srdma_cm_id_set_source(struct cm_id *id, const struct sockaddr *src,
+			    int hop_limit);
 
 /* Point id->route.path_rec at a path to the known peer. Requires cm.lock. */
 void srdma_cm_id_fill_path(struct cm_id *id);
@@ -400,6 +464,15 @@ void srdma_cm_qp_error(struct cm_id *id);
  * Return: 0 or -errno.
  */
 int srdma_cm_device_get(struct cm_device **out);
+
+/**
+ * srdma_cm_device_gid_of() - the GID table entry of IP address @sa on
+ * port 1 (RoCE v2 entries only) and the path MTU of its interface.
+ * Requires cm.lock. Return: 0, or -ENOENT if no entry has that address.
+ */
+int srdma_cm_device_gid_of(struct cm_device *d, const struct sockaddr *sa,
+			   uint8_t *index, union ibv_gid *gid,
+			   enum ibv_mtu *mtu);
 
 /* Drop a reference; the default PD goes with the last one. cm.lock. */
 void srdma_cm_device_put(struct cm_device *dev);

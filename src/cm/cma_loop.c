@@ -34,6 +34,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -63,6 +65,48 @@ void srdma_cm_loop_kick(void)
 
 	if (cm.wakefd >= 0 && write(cm.wakefd, &v, sizeof(v)) < 0)
 		srdma_dbg("wake: %d", errno);
+}
+
+unsigned int srdma_cm_dead_ms(const struct cm_id *id)
+{
+	uint8_t t = id->ack_timeout_set ? id->ack_timeout : 14;
+	const char *env = getenv("SRDMA_CM_DEAD_MS");
+	uint64_t budget;
+	char *end;
+
+	if (env && *env) {
+		unsigned long v = strtoul(env, &end, 10);
+
+		if (!*end && v <= 3600000)
+			return (unsigned int)v;
+		srdma_warn("SRDMA_CM_DEAD_MS='%s' is not 0..3600000 ms: "
+			   "ignored", env);
+	}
+	/* 8 transmissions of 4.096 us x 2^t, twice over, in ms. */
+	budget = t >= 31 ? UINT64_MAX / 2 : (2 * 8 * 4096ULL << t) / 1000000;
+	if (budget > 3600000)
+		budget = 3600000;
+	return budget > SRDMA_CM_DEAD_MIN_MS ? (unsigned int)budget
+					     : SRDMA_CM_DEAD_MIN_MS;
+}
+
+void srdma_cm_sock_watch_peer(struct cm_id *id)
+{
+	unsigned int dead = srdma_cm_dead_ms(id);
+	int one = 1, idle = 1, cnt = 127;
+
+	if (id->fd < 0 || !dead)
+		return;
+	if (setsockopt(id->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+	    setsockopt(id->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
+		       sizeof(idle)) ||
+	    setsockopt(id->fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle,
+		       sizeof(idle)) ||
+	    setsockopt(id->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) ||
+	    setsockopt(id->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &dead,
+		       sizeof(dead)))
+		srdma_dbg("id %p: peer watch not armed: %d", (void *)&id->id,
+			  errno);
 }
 
 /* True if accept() failed for want of fds or memory, not of connections. */
@@ -204,6 +248,7 @@ static void loop_accept(struct cm_id *l)
 		child->ack_timeout = l->ack_timeout;
 		child->ack_timeout_set = l->ack_timeout_set;
 		child->tos = l->tos;
+		srdma_cm_sock_watch_peer(child);
 		if (srdma_cm_loop_watch(child, false))
 			srdma_cm_id_free(child);
 	}

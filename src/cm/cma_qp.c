@@ -74,10 +74,12 @@ int srdma_cm_qp_attr(struct cm_id *id, struct ibv_qp_attr *attr, int *mask)
 			/* RoCE: routed by GID, as the kernel's CM does. */
 			attr->ah_attr.is_global = 1;
 			attr->ah_attr.grh.dgid = c->peer_gid;
-			attr->ah_attr.grh.sgid_index = 0;
-			attr->ah_attr.grh.hop_limit = 64;
+			attr->ah_attr.grh.sgid_index = id->sgid_index;
+			attr->ah_attr.grh.hop_limit = id->hop_limit;
+			attr->ah_attr.grh.traffic_class = id->tos;
+			attr->ah_attr.grh.flow_label = id->flow_label;
 		}
-		attr->path_mtu = id->dev->mtu;
+		attr->path_mtu = id->path_mtu;
 		if (c->peer_mtu && c->peer_mtu < attr->path_mtu)
 			attr->path_mtu = c->peer_mtu;
 		attr->dest_qp_num = c->peer_qpn;

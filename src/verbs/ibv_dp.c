@@ -444,6 +444,8 @@ SRDMA_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
 			errno = EINVAL;
 			return -1;
 		}
+		union ibv_gid to = grh->dgid;
+
 		ah_attr->is_global = 1;
 		ah_attr->grh.dgid = grh->sgid;
 		ah_attr->grh.flow_label = be32toh(grh->version_tclass_flow) &
@@ -452,10 +454,32 @@ SRDMA_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context,
 		ah_attr->grh.traffic_class =
 			(be32toh(grh->version_tclass_flow) >> 20) & 0xff;
 		ah_attr->grh.sgid_index = 0;
+		if (srdma_link_is_eth() &&
+		    (be32toh(grh->version_tclass_flow) >> 28) != 6) {
+			/*
+			 * RoCEv2 over IPv4: 20 zero bytes, then the IPv4
+			 * header (version 4, TOS at byte 1, addresses at
+			 * 12 and 16); the GIDs are the IPv4-mapped ones.
+			 */
+			const uint8_t *ip4 = (const uint8_t *)grh + 20;
+
+			if ((ip4[0] >> 4) != 4) {
+				errno = EINVAL;
+				return -1;
+			}
+			memset(&ah_attr->grh.dgid, 0, sizeof(union ibv_gid));
+			ah_attr->grh.dgid.raw[10] = 0xff;
+			ah_attr->grh.dgid.raw[11] = 0xff;
+			memcpy(&ah_attr->grh.dgid.raw[12], ip4 + 12, 4);
+			to = ah_attr->grh.dgid;
+			memcpy(&to.raw[12], ip4 + 16, 4);
+			ah_attr->grh.flow_label = 0;
+			ah_attr->grh.traffic_class = ip4[1];
+		}
 		/* RoCE: the GID the message was sent to names our SGID. */
 		if (srdma_link_is_eth()) {
 			int idx = srdma_gid_find(&to_sctx(context)->gids,
-						 &grh->dgid);
+						 &to);
 
 			ah_attr->grh.sgid_index = idx > 0 ? (uint8_t)idx : 0;
 		}

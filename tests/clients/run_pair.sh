@@ -20,6 +20,11 @@
 #   --timeout SECS     budget for the whole test (default 100, below
 #                      CTest's 120)
 #   --client-log FILE  copy the client's output to FILE
+#   --server-wrap CMD  run the server as CMD SRDMA_EXE run -- ..., and
+#   --client-wrap CMD  the client likewise (CMD word-split; `ss`, which
+#                      waits for the listener, runs under the server's
+#                      CMD too): tests/net/net_cm.sh puts each side in a
+#                      test host with "hosts.sh run I --"
 #   --fixed-port       the program cannot be told a port (udaddy): PORT is
 #                      its built-in one, used only to wait for the listener.
 #                      Otherwise `-p PORT` is appended to both commands, so
@@ -82,6 +87,8 @@ HOST=127.0.0.1
 timeout=100
 client_log=
 fixed_port=
+srv_wrap=
+cli_wrap=
 
 die()
 {
@@ -95,6 +102,8 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--client-log) client_log=${2:?}; shift 2 ;;
 	--fixed-port) fixed_port=1; shift ;;
+	--server-wrap) srv_wrap=${2?}; shift 2 ;;
+	--client-wrap) cli_wrap=${2?}; shift 2 ;;
 	*) break ;;
 	esac
 done
@@ -104,6 +113,7 @@ done
 kind=$1 port=$2 srdma=$3
 shift 3
 if [ -n "$fixed_port" ] && [ -z "${SRDMA_PAIR_NETNS:-}" ] &&
+	[ -z "$srv_wrap$cli_wrap" ] &&
 	command -v unshare >/dev/null && unshare --net true 2>/dev/null; then
 	export SRDMA_PAIR_NETNS=1
 	exec unshare --net -- "$BASH" -c 'ip link set lo up && exec "$@"' \
@@ -246,7 +256,8 @@ fail()
 
 listening()
 {
-	[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]
+	# shellcheck disable=SC2086 # CMD is word-split on purpose
+	[ -n "$($srv_wrap ss -Hltn "sport = :$port" 2>/dev/null)" ]
 }
 
 # check_rping FILE SIDE PREFIX: the rping rule of the header.
@@ -379,7 +390,8 @@ $(ss -ltnp "sport = :$port")"
 	if [ ${#srv_cmd[@]} -eq 0 ]; then
 		srv_rc=0	# no server (KIND refused): nothing to wait for
 	else
-		"$srdma" run -- "${srv_cmd[@]}" >"$srv_out" 2>&1 &
+		# shellcheck disable=SC2086 # CMD is word-split on purpose
+		$srv_wrap "$srdma" run -- "${srv_cmd[@]}" >"$srv_out" 2>&1 &
 		srv_pid=$!
 	fi
 
@@ -401,7 +413,8 @@ $(ss -ltnp "sport = :$port")"
 	done
 
 	cli_start=$SECONDS
-	"$srdma" run -- "${cli_cmd[@]}" >"$cli_out" 2>&1 &
+	# shellcheck disable=SC2086 # CMD is word-split on purpose
+	$cli_wrap "$srdma" run -- "${cli_cmd[@]}" >"$cli_out" 2>&1 &
 	cli_pid=$!
 
 	# Reap both. A side's status is recorded once it is gone; after the

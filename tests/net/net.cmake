@@ -196,3 +196,66 @@ endfunction()
 srdma_net_rsocket(rstream rstream -S 1048576 -C 50)
 srdma_net_rsocket(rstream_verify rstream -S 65536 -C 200 -T v)
 srdma_net_rsocket(riostream riostream -S 1048576 -C 50)
+
+# rdma_cm across two test hosts (issue 12 item 1; net_cm.sh): the server
+# in host 1, the client in host 2, each unmodified, judged as on one host
+# (tests/clients/run_pair.sh). srdma_net_cm(NAME KIND [IPV6] [MTU M]
+# [FIXED_PORT P] @server ... @client ...): @ADDR is host 1's address.
+function(srdma_net_cm name kind)
+	cmake_parse_arguments(PARSE_ARGV 2 arg "IPV6" "MTU;FIXED_PORT" "")
+	set(opts)
+	if(arg_IPV6)
+		list(APPEND opts --ipv6)
+	endif()
+	if(arg_MTU)
+		list(APPEND opts --mtu ${arg_MTU})
+	endif()
+	if(arg_FIXED_PORT)
+		list(APPEND opts --fixed-port ${arg_FIXED_PORT})
+	endif()
+	add_test(NAME ${name}
+		COMMAND bash ${SRDMA_NET_DIR}/net_cm.sh --timeout 60
+			--tag ${name} ${opts} ${kind} $<TARGET_FILE:srdma>
+			${arg_UNPARSED_ARGUMENTS})
+	srdma_net_props(${name} 80)
+endfunction()
+srdma_net_cm(net.cm.rping rping
+	@server rping -s -v -a @ADDR -C 10
+	@client rping -c -v -a @ADDR -C 10)
+srdma_net_cm(net.cm.rping_ipv6 rping IPV6
+	@server stdbuf -oL rping -s -v -a @ADDR -C 10 -S 3000
+	@client stdbuf -oL rping -c -v -a @ADDR -C 10 -S 3000)
+srdma_net_cm(net.cm.rping_jumbo rping MTU 9000
+	@server stdbuf -oL rping -s -v -a @ADDR -C 5 -S 20000
+	@client stdbuf -oL rping -c -v -a @ADDR -C 5 -S 20000)
+srdma_net_cm(net.cm.rdma_server_client cm
+	@server rdma_server @client rdma_client -s @ADDR)
+# udaddy's -p is the port space; its port is always 7174.
+srdma_net_cm(net.cm.udaddy cm FIXED_PORT 7174
+	@server udaddy @client udaddy -s @ADDR)
+srdma_net_cm(net.cm.ucmatose cm
+	@server ucmatose -c 8 @client ucmatose -c 8 -s @ADDR)
+srdma_net_cm(net.cm.cmtime cmtime
+	@server cmtime @client cmtime -c 100 -s @ADDR)
+srdma_net_cm(net.cm.ib_write_bw bw
+	@server ib_write_bw -d srdma0 -R -n 500
+	@client ib_write_bw -d srdma0 -R -n 500 @ADDR)
+srdma_net_cm(net.cm.ib_send_lat lat
+	@server ib_send_lat -d srdma0 -R -n 300
+	@client ib_send_lat -d srdma0 -R -n 300 @ADDR)
+# The route rdma_cm picks, on the wire (net_cm_route.sh): the source
+# address's GID (RoCEv2 over IPv4 for an IPv4 destination, over the
+# fd53:: addresses for an IPv6 one) and the interface's path MTU (1024 at
+# MTU 1500, 4096 at 9000), from tcpdump on the veth.
+add_test(NAME net.cm.route
+	COMMAND bash ${SRDMA_NET_DIR}/net_cm_route.sh $<TARGET_FILE:srdma>)
+srdma_net_props(net.cm.route 90)
+
+# Host failure under rdma_cm (issue 12 item 6; net_cm_fail.sh with its
+# peer program cm_fail_peer.c).
+add_executable(net_cm_fail_peer ${SRDMA_NET_DIR}/cm_fail_peer.c)
+target_link_libraries(net_cm_fail_peer PRIVATE ibverbs rdmacm)
+add_test(NAME net.cm.fail
+	COMMAND bash ${SRDMA_NET_DIR}/net_cm_fail.sh $<TARGET_FILE:srdma>
+		$<TARGET_FILE:net_cm_fail_peer>)
+srdma_net_props(net.cm.fail 120)
