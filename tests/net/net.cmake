@@ -197,3 +197,16 @@ foreach(c same dir pidns user nocma)
 			$<TARGET_FILE:net_cma_deny> ${c})
 	srdma_net_props(net.ctr.${c} 200)
 endforeach()
+
+# Several processes per host across hosts at once (issue 12, item 3;
+# net_ranks.sh): 4 ranks on each of 2 test hosts, all-to-all RDMA WRITE
+# with immediate through one QP per peer (ranks.c, every byte checked:
+# host transport to the same host's ranks, the wire to the other's, at
+# once), and 4 ib_write_bw plus 4 ibv_rc_pingpong -c pairs across the
+# hosts at once.
+add_executable(net_ranks ${SRDMA_NET_DIR}/ranks.c)
+target_link_libraries(net_ranks PRIVATE ibverbs)
+add_test(NAME net.ranks
+	COMMAND bash ${SRDMA_NET_DIR}/net_ranks.sh $<TARGET_FILE:srdma>
+		$<TARGET_FILE:net_ranks> 4)
+srdma_net_props(net.ranks 300)
