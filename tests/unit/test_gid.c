@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
@@ -462,6 +463,33 @@ static void dest_never(void)
 	CHK(!srdma_net_dest(ctx, &far, QPN(FREE_LID)), "want host");
 }
 
+/* Yama's rules as the context publishes them (SRDMA_REACH_CMA): scope 0
+ * lets same-user peers attach; 1 and 2 only with CAP_SYS_PTRACE (here
+ * dropped, as for any unprivileged user); 3 never. */
+static void reach_by_scope(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	const char *why;
+	bool root_ptrace;
+
+	memset(d, 0, sizeof(d));
+	CHK(!syscall(SYS_capget, &hdr, d), "capget");
+	root_ptrace = d[0].effective & (1u << CAP_SYS_PTRACE);
+	CHK(srdma_cma_self_ok_scope(0, &why) && !why, "scope 0: yes");
+	CHK(!srdma_cma_self_ok_scope(3, &why) && why, "scope 3: no");
+	CHK(srdma_cma_self_ok_scope(1, &why) == root_ptrace,
+	    "scope 1: as CAP_SYS_PTRACE");
+	if (!root_ptrace)
+		return;
+	d[0].effective &= ~(1u << CAP_SYS_PTRACE);
+	CHK(!syscall(SYS_capset, &hdr, d), "capset");
+	CHK(!srdma_cma_self_ok_scope(1, &why) && why, "scope 1: no");
+	CHK(!srdma_cma_self_ok_scope(2, &why) && why, "scope 2: no");
+	CHK(srdma_cma_self_ok_scope(0, &why), "scope 0: still yes");
+}
+
 static void test_net_dest(void **state)
 {
 	(void)state;
@@ -473,6 +501,7 @@ static void test_net_dest(void **state)
 	in_child(dest_never, NULL, NULL);		/* InfiniBand */
 	in_child(dest_never, "ib", "net");		/* InfiniBand */
 	in_child(dest_refused, "eth", NULL);
+	in_child(reach_by_scope, "eth", NULL);
 }
 
 int main(void)

@@ -66,6 +66,12 @@ void srdma_ns_self(uint32_t *net, uint32_t *pid);
 bool srdma_cma_self_ok(const char **why);
 
 /**
+ * srdma_cma_self_ok_scope() - srdma_cma_self_ok() with Yama's ptrace_scope
+ * given (@scope; 0 when Yama is absent), for the tests.
+ */
+bool srdma_cma_self_ok_scope(int scope, const char **why);
+
+/**
  * srdma_cma_probe() - would the kernel let us attach process @pid (our PID
  * namespace)? Reads one byte at address 0 of it: the permission checks
  * come before the access. Return: 0 (allowed), -EPERM (ptrace refused:

@@ -104,10 +104,14 @@ static bool have_cap_ptrace(void)
 
 bool srdma_cma_self_ok(const char **why)
 {
+	return srdma_cma_self_ok_scope(yama_scope(), why);
+}
+
+bool srdma_cma_self_ok_scope(int scope, const char **why)
+{
 	static char probe = 1;
 	char got = 0;
 	struct iovec l = { &got, 1 }, r = { &probe, 1 };
-	int scope = yama_scope();
 
 	if (scope >= 3) {
 		*why = "Yama ptrace_scope 3: no process may attach another";
