@@ -18,6 +18,12 @@
 #   nocma   both sides refuse cross-memory attach of other processes
 #           (tests/net/cma_deny: a seccomp filter, as Yama ptrace_scope=1
 #           does between unrelated processes; this kernel has no Yama)
+#   pidshm  each side in its own PID namespace, one state directory
+#           (a /dev/shm shared by containers, docker --ipc=host): the
+#           registry's pids mean nothing to the other side
+#   containers  the recipe of containers.md: each side in its own
+#           network namespace (two test hosts on a bridge-less veth),
+#           PID and mount namespace, with a private /dev/shm
 #   same    control: one state directory, nothing refused: the host
 #           transport must be chosen
 #
@@ -50,10 +56,12 @@ if [ "${4:-}" != inner ]; then
 			skip "nobody cannot reach $srdma (a parent directory" \
 				"is not searchable)"
 		;;
-	dir|nocma|same) ;;
+	dir|nocma|same|pidshm|containers) ;;
 	*) echo "unknown case $case_"; exit 2 ;;
 	esac
-	exec bash "$H" with 1 --tag ctr$$ -- bash "$0" "$srdma" "$deny" \
+	nh=1
+	[ "$case_" = containers ] && nh=2
+	exec bash "$H" with $nh --tag ctr$$ -- bash "$0" "$srdma" "$deny" \
 		"$case_" inner
 fi
 
@@ -82,10 +90,16 @@ side()
 			echo "$H run 1 --"
 		fi
 		;;
-	pidns)
+	pidshm)
+		echo "$H run 1 -- unshare --pid --fork --kill-child" \
+			"--mount-proc --"
+		;;
+	pidns|containers)
 		# A private /dev/shm and no SRDMA_DIR: the default state
 		# directory /dev/shm/srdma-0, private to this side.
-		echo "$H run 1 -- env -u SRDMA_DIR unshare --pid --fork --kill-child" \
+		local h=1
+		[ "$case_" = containers ] && [ "$s" = cli ] && h=2
+		echo "$H run $h -- env -u SRDMA_DIR unshare --pid --fork --kill-child" \
 			"--mount --mount-proc -- sh -c" \
 			"'mount -t tmpfs -o mode=1777 ctr-shm /dev/shm && exec \"\$@\"' sh"
 		;;
@@ -165,6 +179,10 @@ pair()
 	# Which transport, and why: the library's own line, on both sides.
 	local want=net
 	[ "$case_" = same ] && want=host
+	if [ "$case_" = pidshm ] && grep -q "reaped dead context" \
+		"$out/$name.srv" "$out/$name.cli"; then
+		fail+=" $name(a side reaped the other's registry entry)"
+	fi
 	for s in srv cli; do
 		grep -q "transport $want" "$out/$name.$s" || {
 			fail+=" $name.$s(no 'transport $want' line)"

@@ -186,12 +186,15 @@ srdma_net_props(net.multi 200)
 # Containers on one host (issue 12, item 2; ctr_local.sh,
 # docs/design/containers.md): two processes of one network namespace that
 # cannot use the host transport with each other - own PID namespace and
-# /dev/shm each (pidns), another SRDMA_DIR (dir), another user (user),
-# cross-memory attach refused as by Yama ptrace_scope=1 (nocma, through
-# the seccomp wrapper cma_deny: this kernel has no Yama) - talk over the
-# net transport, chosen by the library; "same" is the control (host).
+# /dev/shm each (pidns), own PID namespace but one shared state directory
+# (pidshm), another SRDMA_DIR (dir), cross-memory attach refused as by
+# Yama ptrace_scope=1 (nocma, through the seccomp wrapper cma_deny: this
+# kernel has no Yama) - talk over the net transport, chosen by the
+# library; "containers" is the full recipe (own network, PID, mount
+# namespace and /dev/shm per side), "same" the control (host), "user"
+# the documented limit (another user: a clear refusal at RTR).
 add_executable(net_cma_deny ${SRDMA_NET_DIR}/cma_deny.c)
-foreach(c same dir pidns user nocma)
+foreach(c same dir pidns pidshm containers user nocma)
 	add_test(NAME net.ctr.${c}
 		COMMAND bash ${SRDMA_NET_DIR}/ctr_local.sh $<TARGET_FILE:srdma>
 			$<TARGET_FILE:net_cma_deny> ${c})

@@ -83,11 +83,26 @@ int srdma_cma_probe(pid_t pid);
 /**
  * srdma_lid_lock() - claim @lid in this network namespace, across state
  * directories and users: binds the abstract unix socket "srdma-lid.<lid>".
- * Return: the socket (keep it open while the LID is used; close releases
- * it, as does the process's death) or -EADDRINUSE when another context of
+ * Return: the socket (keep it open while the LID is used; release it with
+ * srdma_lid_unlock(); the process's death releases it too, and a fork
+ * child does not keep it) or -EADDRINUSE when another context of
  * the namespace holds the LID, or another -errno. Context: any.
  */
 int srdma_lid_lock(uint32_t lid);
+
+/**
+ * srdma_lid_unlock() - release a LID claimed with srdma_lid_lock() (@fd:
+ * its socket; ignored when negative or already closed by a fork child).
+ * Context: any.
+ */
+void srdma_lid_unlock(int fd);
+
+/**
+ * srdma_lid_held() - is @lid claimed (srdma_lid_lock()) by a live context
+ * of this network namespace, whatever its PID namespace, user or state
+ * directory? Context: any; two system calls and a socket.
+ */
+bool srdma_lid_held(uint32_t lid);
 
 /* A mapping of some context's segment (possibly our own, possibly dead). */
 struct srdma_peer_seg {

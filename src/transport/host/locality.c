@@ -39,11 +39,18 @@
  * (/work/shared/docs/architecture.md, item 7); where it allows less, the
  * wire is used.
  *
- * Concurrency: no shared state here; the self checks are cached by the
- * caller (per context, at open).
+ *   srdma_lid_held()     is that LID held by a live context of the
+ *                        namespace? (judges members of the port 4791
+ *                        steering table whose pid is not ours to judge)
+ *
+ * Concurrency: the held LID sockets are listed under held_lock (an
+ * atfork child closes them); the self checks are cached by the caller
+ * (per context, at open).
  */
 #include <errno.h>
 #include <linux/capability.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,24 +153,117 @@ int srdma_cma_probe(pid_t pid)
 	return -errno;
 }
 
+/*
+ * The LID sockets this process holds, so that a fork child closes its
+ * copies (atfork): a child that kept them would hold its parent's LIDs
+ * after the parent's death. held_lock guards held/n_held/cap_held.
+ */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static int *held;
+static size_t n_held, cap_held;
+static pthread_once_t held_once = PTHREAD_ONCE_INIT;
+
+static void held_prepare(void)
+{
+	pthread_mutex_lock(&held_lock);
+}
+
+static void held_parent(void)
+{
+	pthread_mutex_unlock(&held_lock);
+}
+
+static void held_child(void)
+{
+	size_t i;
+
+	for (i = 0; i < n_held; i++)
+		close(held[i]);
+	n_held = 0;
+	pthread_mutex_unlock(&held_lock);
+}
+
+static void held_init(void)
+{
+	pthread_atfork(held_prepare, held_parent, held_child);
+}
+
+static socklen_t lid_addr(uint32_t lid, struct sockaddr_un *a)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	/* a->sun_path[0] stays '\0': the abstract namespace. */
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+		     "srdma-lid.%u", lid);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			   (size_t)n);
+}
+
 int srdma_lid_lock(uint32_t lid)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd, n;
+	struct sockaddr_un a;
+	socklen_t len = lid_addr(lid, &a);
+	int fd, ret;
 
-	/* a.sun_path[0] stays '\0': the abstract namespace. */
-	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "srdma-lid.%u",
-		     lid);
+	pthread_once(&held_once, held_init);
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&a,
-		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-			     (size_t)n))) {
-		int ret = -errno;
-
+	if (bind(fd, (struct sockaddr *)&a, len)) {
+		ret = -errno;
 		close(fd);
 		return ret;
 	}
+	pthread_mutex_lock(&held_lock);
+	if (n_held == cap_held) {
+		size_t c = cap_held ? 2 * cap_held : 8;
+		int *p = realloc(held, c * sizeof(*p));
+
+		if (!p) {
+			pthread_mutex_unlock(&held_lock);
+			close(fd);
+			return -ENOMEM;
+		}
+		held = p;
+		cap_held = c;
+	}
+	held[n_held++] = fd;
+	pthread_mutex_unlock(&held_lock);
 	return fd;
+}
+
+void srdma_lid_unlock(int fd)
+{
+	size_t i;
+
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&held_lock);
+	for (i = 0; i < n_held; i++)
+		if (held[i] == fd)
+			break;
+	/* Not ours any more (a fork child closed it): leave it alone,
+	 * the number may name another file now. */
+	if (i < n_held) {
+		held[i] = held[--n_held];
+		close(fd);
+	}
+	pthread_mutex_unlock(&held_lock);
+}
+
+bool srdma_lid_held(uint32_t lid)
+{
+	struct sockaddr_un a;
+	socklen_t len = lid_addr(lid, &a);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool bound;
+
+	if (fd < 0)
+		return false;
+	/* connect() to an unbound abstract name fails (ECONNREFUSED). */
+	bound = !connect(fd, (struct sockaddr *)&a, len);
+	close(fd);
+	return bound;
 }

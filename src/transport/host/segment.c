@@ -211,8 +211,7 @@ err_unlink:
 	h->seg_fd = -1;
 err_free_entry:
 	publish_entry(h, SRDMA_REG_FREE);
-	if (h->lid_fd >= 0)
-		close(h->lid_fd);
+	srdma_lid_unlock(h->lid_fd);
 	h->lid_fd = -1;
 err_close_reg:
 	srdma_registry_close(&h->reg);
@@ -255,8 +254,7 @@ void srdma_host_detach(struct srdma_host_ctx *h)
 	srdma_registry_close(&h->reg);
 	close(h->dirfd);
 	h->dirfd = -1;
-	if (h->lid_fd >= 0)
-		close(h->lid_fd);
+	srdma_lid_unlock(h->lid_fd);
 	h->lid_fd = -1;
 }
 
