@@ -259,3 +259,34 @@ add_test(NAME net.cm.fail
 	COMMAND bash ${SRDMA_NET_DIR}/net_cm_fail.sh $<TARGET_FILE:srdma>
 		$<TARGET_FILE:net_cm_fail_peer>)
 srdma_net_props(net.cm.fail 120)
+
+# Containers on one host (issue 12, item 2; ctr_local.sh,
+# docs/design/containers.md): two processes of one network namespace that
+# cannot use the host transport with each other - own PID namespace and
+# /dev/shm each (pidns), own PID namespace but one shared state directory
+# (pidshm), another SRDMA_DIR (dir), cross-memory attach refused as by
+# Yama ptrace_scope=1 (nocma, through the seccomp wrapper cma_deny: this
+# kernel has no Yama) - talk over the net transport, chosen by the
+# library; "containers" is the full recipe (own network, PID, mount
+# namespace and /dev/shm per side), "same" the control (host), "user"
+# the documented limit (another user: a clear refusal at RTR).
+add_executable(net_cma_deny ${SRDMA_NET_DIR}/cma_deny.c)
+foreach(c same dir pidns pidshm containers user nocma)
+	add_test(NAME net.ctr.${c}
+		COMMAND bash ${SRDMA_NET_DIR}/ctr_local.sh $<TARGET_FILE:srdma>
+			$<TARGET_FILE:net_cma_deny> ${c})
+	srdma_net_props(net.ctr.${c} 200)
+endforeach()
+
+# Several processes per host across hosts at once (issue 12, item 3;
+# net_ranks.sh): 4 ranks on each of 2 test hosts, all-to-all RDMA WRITE
+# with immediate through one QP per peer (ranks.c, every byte checked:
+# host transport to the same host's ranks, the wire to the other's, at
+# once), and 4 ib_write_bw plus 4 ibv_rc_pingpong -c pairs across the
+# hosts at once.
+add_executable(net_ranks ${SRDMA_NET_DIR}/ranks.c)
+target_link_libraries(net_ranks PRIVATE ibverbs)
+add_test(NAME net.ranks
+	COMMAND bash ${SRDMA_NET_DIR}/net_ranks.sh $<TARGET_FILE:srdma>
+		$<TARGET_FILE:net_ranks> 4)
+srdma_net_props(net.ranks 300)

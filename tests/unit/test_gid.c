@@ -30,13 +30,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "core/core.h"
+#include "transport/host/host.h"
 #include "transport/net/gid.h"
 #include "transport/net/net.h"
 
@@ -320,6 +326,9 @@ static void test_gid_is_local(void **state)
 #define PEER_LID 4u	/* live, this process */
 #define DEAD_LID 5u	/* LIVE in the registry, owner gone */
 #define FREE_LID 6u	/* no context */
+#define OTHERPID_LID 7u	/* live entry of another PID namespace */
+#define NOREACH_LID 8u	/* live peer that may not attach others */
+#define PARENT_LID 9u	/* live: our parent process (a real other pid) */
 
 static struct srdma_context *fake_ctx(void)
 {
@@ -334,13 +343,23 @@ static struct srdma_context *fake_ctx(void)
 		_exit(0);
 	waitpid(dead, NULL, 0);		/* reaped: its pid names nobody */
 	ctx->host.lid = OWN_LID;
+	ctx->host.reg_index = OWN_LID - 1;
+	ctx->host.pid = getpid();
 	ctx->host.reg.ent = ent;
-	atomic_store(&ent[OWN_LID - 1].state, SRDMA_REG_LIVE);
-	ent[OWN_LID - 1].pid = getpid();
-	atomic_store(&ent[PEER_LID - 1].state, SRDMA_REG_LIVE);
-	ent[PEER_LID - 1].pid = getpid();
-	atomic_store(&ent[DEAD_LID - 1].state, SRDMA_REG_LIVE);
+	srdma_ns_self(&ctx->host.ns_net, &ctx->host.ns_pid);
+	for (uint32_t l = OWN_LID; l <= PARENT_LID; l++) {
+		if (l == FREE_LID)
+			continue;
+		atomic_store(&ent[l - 1].state, SRDMA_REG_LIVE);
+		ent[l - 1].pid = getpid();
+		ent[l - 1].ns_net = ctx->host.ns_net;
+		ent[l - 1].ns_pid = ctx->host.ns_pid;
+		atomic_store(&ent[l - 1].reach, SRDMA_REACH_CMA);
+	}
 	ent[DEAD_LID - 1].pid = dead;
+	ent[OTHERPID_LID - 1].ns_pid = ctx->host.ns_pid + 1;
+	atomic_store(&ent[NOREACH_LID - 1].reach, 0);
+	ent[PARENT_LID - 1].pid = getppid();
 	return ctx;
 }
 
@@ -372,6 +391,59 @@ static void dest_auto(void)
 	CHK(srdma_net_dest(ctx, &far, QPN(PEER_LID)), "other host: net");
 	CHK(!srdma_net_dest(ctx, &nogrh, QPN(FREE_LID)), "no GRH: host");
 	CHK(!srdma_net_dest(ctx, NULL, QPN(FREE_LID)), "no AV: host");
+	CHK(srdma_net_dest(ctx, &lo, QPN(OTHERPID_LID)),
+	    "another PID namespace: net");
+	CHK(srdma_net_dest(ctx, &lo, QPN(NOREACH_LID)),
+	    "peer may not attach: net");
+	CHK(!srdma_net_dest(ctx, &lo, QPN(PARENT_LID)),
+	    "other live process, attachable: host");
+	/* We may not attach anyone: every other process is net. */
+	atomic_store(&ctx->host.reg.ent[OWN_LID - 1].reach, 0);
+	CHK(srdma_net_dest(ctx, &lo, QPN(PEER_LID)), "we may not attach: net");
+	CHK(!srdma_net_dest(ctx, &lo, QPN(OWN_LID)), "own context: host");
+}
+
+/* The kernel refuses to let us attach other processes (as Yama does,
+ * here by a seccomp filter that denies process_vm_* on any other pid):
+ * a peer whose entry says all is well is net all the same, and our own
+ * entry stops saying we can attach, for peers that decide later. */
+static void dest_refused(void)
+{
+	struct srdma_context *ctx = fake_ctx();
+	struct ibv_ah_attr lo = av("::ffff:127.0.0.1", true);
+	unsigned int me = (unsigned int)getpid();
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 1,
+			 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, me, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	const char *why;
+
+	if (srdma_cma_probe(getppid())) {
+		/* Already refused (Yama without CAP_SYS_PTRACE): the
+		 * filter would show nothing more. */
+		print_message("parent not attachable here: refusal by "
+			      "filter not tested\n");
+		CHK(srdma_net_dest(ctx, &lo, QPN(PARENT_LID)), "refused: net");
+		return;
+	}
+	CHK(!prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) &&
+	    !prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog),
+	    "seccomp filter");
+	CHK(srdma_cma_probe(getppid()) == -EPERM, "parent refused after");
+	CHK(srdma_cma_self_ok(&why), "ourselves still attachable");
+	CHK(srdma_net_dest(ctx, &lo, QPN(PARENT_LID)), "refused: net");
+	CHK(!(atomic_load(&ctx->host.reg.ent[OWN_LID - 1].reach) &
+	      SRDMA_REACH_CMA), "own reach flag cleared");
 }
 
 static void dest_forced_net(void)
@@ -391,6 +463,33 @@ static void dest_never(void)
 	CHK(!srdma_net_dest(ctx, &far, QPN(FREE_LID)), "want host");
 }
 
+/* Yama's rules as the context publishes them (SRDMA_REACH_CMA): scope 0
+ * lets same-user peers attach; 1 and 2 only with CAP_SYS_PTRACE (here
+ * dropped, as for any unprivileged user); 3 never. */
+static void reach_by_scope(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	const char *why;
+	bool root_ptrace;
+
+	memset(d, 0, sizeof(d));
+	CHK(!syscall(SYS_capget, &hdr, d), "capget");
+	root_ptrace = d[0].effective & (1u << CAP_SYS_PTRACE);
+	CHK(srdma_cma_self_ok_scope(0, &why) && !why, "scope 0: yes");
+	CHK(!srdma_cma_self_ok_scope(3, &why) && why, "scope 3: no");
+	CHK(srdma_cma_self_ok_scope(1, &why) == root_ptrace,
+	    "scope 1: as CAP_SYS_PTRACE");
+	if (!root_ptrace)
+		return;
+	d[0].effective &= ~(1u << CAP_SYS_PTRACE);
+	CHK(!syscall(SYS_capset, &hdr, d), "capset");
+	CHK(!srdma_cma_self_ok_scope(1, &why) && why, "scope 1: no");
+	CHK(!srdma_cma_self_ok_scope(2, &why) && why, "scope 2: no");
+	CHK(srdma_cma_self_ok_scope(0, &why), "scope 0: still yes");
+}
+
 static void test_net_dest(void **state)
 {
 	(void)state;
@@ -401,6 +500,8 @@ static void test_net_dest(void **state)
 	in_child(dest_never, "eth", "host");		/* forced host */
 	in_child(dest_never, NULL, NULL);		/* InfiniBand */
 	in_child(dest_never, "ib", "net");		/* InfiniBand */
+	in_child(dest_refused, "eth", NULL);
+	in_child(reach_by_scope, "eth", NULL);
 }
 
 int main(void)

@@ -41,7 +41,68 @@ struct srdma_host_ctx {
 					 * messages; files go through dirfd) */
 	int dirfd;			/* immutable: the checked directory */
 	_Atomic uint64_t acc_busy;	/* bitmap of access records in use */
+	int lid_fd;			/* immutable: srdma_lid_lock()'s socket,
+					 * -1 without one */
+	uint32_t ns_net, ns_pid;	/* immutable: srdma_ns_self() at attach */
+	uint32_t reach;			/* immutable: SRDMA_REACH_* at attach */
 };
+
+/* ---- locality (locality.c): may two contexts use the host transport? */
+
+/**
+ * srdma_ns_self() - the inodes of the calling process's network (@net) and
+ * PID (@pid) namespaces, 0 where /proc does not tell. Context: any.
+ */
+void srdma_ns_self(uint32_t *net, uint32_t *pid);
+
+/**
+ * srdma_cma_self_ok() - may this process attach the memory of other
+ * processes of its user, and they its own, as far as it can tell: Yama's
+ * ptrace_scope is 0 (or absent), or 1 or 2 with CAP_SYS_PTRACE, and
+ * process_vm_readv on itself is not refused. Never widens the rights
+ * (no PR_SET_PTRACER). @why: receives the reason when false, else NULL.
+ * Context: any; reads /proc, one system call.
+ */
+bool srdma_cma_self_ok(const char **why);
+
+/**
+ * srdma_cma_self_ok_scope() - srdma_cma_self_ok() with Yama's ptrace_scope
+ * given (@scope; 0 when Yama is absent), for the tests.
+ */
+bool srdma_cma_self_ok_scope(int scope, const char **why);
+
+/**
+ * srdma_cma_probe() - would the kernel let us attach process @pid (our PID
+ * namespace)? Reads one byte at address 0 of it: the permission checks
+ * come before the access. Return: 0 (allowed), -EPERM (ptrace refused:
+ * Yama, LSM, seccomp, another user), -ESRCH (no such process), or another
+ * -errno. Context: any; one system call.
+ */
+int srdma_cma_probe(pid_t pid);
+
+/**
+ * srdma_lid_lock() - claim @lid in this network namespace, across state
+ * directories and users: binds the abstract unix socket "srdma-lid.<lid>".
+ * Return: the socket (keep it open while the LID is used; release it with
+ * srdma_lid_unlock(); the process's death releases it too, and a fork
+ * child does not keep it) or -EADDRINUSE when another context of
+ * the namespace holds the LID, or another -errno. Context: any.
+ */
+int srdma_lid_lock(uint32_t lid);
+
+/**
+ * srdma_lid_unlock() - release a LID claimed with srdma_lid_lock() (@fd:
+ * its socket; ignored when negative or already closed by a fork child).
+ * Context: any.
+ */
+void srdma_lid_unlock(int fd);
+
+/**
+ * srdma_lid_held() - is @lid claimed (srdma_lid_lock()) by a live context
+ * of this network namespace, whatever its PID namespace, user or state
+ * directory? Context: any; two system calls and a socket.
+ */
+bool srdma_lid_held(uint32_t lid);
 
 /* A mapping of some context's segment (possibly our own, possibly dead). */
 struct srdma_peer_seg {
@@ -93,7 +154,8 @@ void srdma_registry_close(struct srdma_registry *r);
 /**
  * srdma_registry_reap() - free registry entries whose owner is dead,
  * releasing the in-flight marks its access records still hold and removing
- * its segment file.
+ * its segment file. Entries of another PID namespace (srdma_reg_entry
+ * .ns_pid) are left to that namespace's openers.
  * Requires: the registry flock held exclusively (srdma_registry_lock()).
  * Return: number of entries reaped.
  */

@@ -388,7 +388,10 @@ static void release_marks_of(struct srdma_registry *r, int dfd,
 int srdma_registry_reap(struct srdma_registry *r, int dfd)
 {
 	unsigned int i;
+	uint32_t my_netns, my_pidns;
 	int n = 0;
+
+	srdma_ns_self(&my_netns, &my_pidns);
 
 	for (i = 0; i < SRDMA_REG_ENTRIES; i++) {
 		struct srdma_reg_entry *e = &r->ent[i];
@@ -406,6 +409,11 @@ int srdma_registry_reap(struct srdma_registry *r, int dfd)
 					      memory_order_release);
 			continue;
 		}
+		/* The pid of a context of another PID namespace (a /dev/shm
+		 * shared by containers) means nothing here: its own
+		 * namespace's openers judge it. */
+		if (e->ns_pid && my_pidns && e->ns_pid != my_pidns)
+			continue;
 		if (srdma_proc_alive(pid, e->start_time))
 			continue;
 		/* Only a well-formed name is opened or removed, and only

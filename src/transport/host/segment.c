@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "transport/host/host.h"
+#include "transport/net/gid.h"
 #include "util/log.h"
 
 static int claim_entry(struct srdma_host_ctx *h, const char *dev_name)
@@ -44,8 +45,10 @@ static int claim_entry(struct srdma_host_ctx *h, const char *dev_name)
 		return ret;
 	srdma_registry_reap(r, h->dirfd);
 	/* Start at a pid-derived entry so concurrent openers spread out
-	 * and LIDs are not handed out in a guessable order from 1. */
-	start = (unsigned int)h->pid % SRDMA_REG_ENTRIES;
+	 * and LIDs are not handed out in a guessable order from 1 (the PID
+	 * namespace mixed in: every container's first process is pid 1). */
+	start = ((unsigned int)h->pid + h->ns_pid * 2654435761u) %
+		SRDMA_REG_ENTRIES;
 	for (i = 0; i < SRDMA_REG_ENTRIES; i++) {
 		unsigned int idx = (start + i) % SRDMA_REG_ENTRIES;
 		struct srdma_reg_entry *e = &r->ent[idx];
@@ -53,6 +56,22 @@ static int claim_entry(struct srdma_host_ctx *h, const char *dev_name)
 		if (atomic_load_explicit(&e->state, memory_order_acquire) !=
 		    SRDMA_REG_FREE)
 			continue;
+		/* With an Ethernet port the LID (QPN >> SRDMA_QPN_SHIFT)
+		 * names the context on this namespace's UDP port 4791:
+		 * it must be unique there, also against contexts of other
+		 * registries (another SRDMA_DIR, /dev/shm or user). */
+		if (srdma_link_is_eth()) {
+			int fd = srdma_lid_lock(idx + 1);
+
+			if (fd == -EADDRINUSE) {
+				srdma_dbg("lid %u: taken in this network "
+					  "namespace (another registry)",
+					  idx + 1);
+				continue;
+			}
+			/* Other errors (no unix sockets?): as before. */
+			h->lid_fd = fd < 0 ? -1 : fd;
+		}
 		e->pid = h->pid;
 		e->start_time = h->start_time;
 		e->lid = idx + 1;
@@ -61,6 +80,11 @@ static int claim_entry(struct srdma_host_ctx *h, const char *dev_name)
 			 idx + 1, (int)h->pid);
 		snprintf(e->dev_name, sizeof(e->dev_name), "%s", dev_name);
 		e->open_time = (uint64_t)time(NULL);
+		e->ns_net = h->ns_net;
+		e->ns_pid = h->ns_pid;
+		atomic_store_explicit(&e->reach, h->reach,
+				      memory_order_relaxed);
+		e->reserved32 = 0;
 		/* Taken now, under the lock: no other opener can claim it,
 		 * and a reaper frees it if we die before publishing. */
 		atomic_store_explicit(&e->state, SRDMA_REG_CLAIMED,
@@ -98,8 +122,19 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name)
 	h->seg_fd = -1;
 	h->reg.fd = -1;
 	h->dirfd = -1;
+	h->lid_fd = -1;
 	h->pid = getpid();
 	h->start_time = srdma_proc_start_time(h->pid);
+	srdma_ns_self(&h->ns_net, &h->ns_pid);
+	{
+		const char *why;
+
+		h->reach = srdma_cma_self_ok(&why) ? SRDMA_REACH_CMA : 0;
+		if (why)
+			srdma_info("cross-memory attach to other processes "
+				   "not possible (%s): their peers on this "
+				   "host talk over the net transport", why);
+	}
 	ret = srdma_host_dir(h->dir, sizeof(h->dir), &h->dirfd);
 	if (ret)
 		return ret;
@@ -180,6 +215,8 @@ err_unlink:
 	h->seg_fd = -1;
 err_free_entry:
 	publish_entry(h, SRDMA_REG_FREE);
+	srdma_lid_unlock(h->lid_fd);
+	h->lid_fd = -1;
 err_close_reg:
 	srdma_registry_close(&h->reg);
 err_close_dir:
@@ -221,6 +258,8 @@ void srdma_host_detach(struct srdma_host_ctx *h)
 	srdma_registry_close(&h->reg);
 	close(h->dirfd);
 	h->dirfd = -1;
+	srdma_lid_unlock(h->lid_fd);
+	h->lid_fd = -1;
 }
 
 /* Every header field must be what this build writes (once, here). */

@@ -79,9 +79,27 @@ struct srdma_reg_entry {
 	char seg_name[48];		/* "ctx.<lid>.<pid>", NUL terminated */
 	char dev_name[32];		/* device the context opened */
 	uint64_t open_time;		/* CLOCK_REALTIME seconds at open */
-	uint64_t reserved[2];
+	/* Where the owner lives (locality.c), written under flock before
+	 * LIVE: the inodes of its network and PID namespaces (0: unknown,
+	 * an older writer), so that a peer knows whether the pid means
+	 * anything to it and whether it shares its port 4791. */
+	uint32_t ns_net;
+	uint32_t ns_pid;
+	_Atomic uint32_t reach;		/* SRDMA_REACH_*; cleared by the owner
+					 * (relaxed) when it learns better */
+	uint32_t reserved32;
 };
 static_assert(sizeof(struct srdma_reg_entry) == 128, "registry entry is ABI");
+
+/* srdma_reg_entry.reach */
+enum {
+	/* The owner may attach the memory of other processes of its user,
+	 * and expects them to attach its own (no Yama restriction, or
+	 * CAP_SYS_PTRACE; process_vm_readv not refused). Without it on
+	 * either side, two contexts of one registry talk over the net
+	 * transport. */
+	SRDMA_REACH_CMA = 1u << 0,
+};
 
 /* Key table entry kinds. */
 enum {

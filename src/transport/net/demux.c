@@ -129,14 +129,34 @@ static void steer_remove(struct steer_tab *t, uint32_t i)
 	t->n--;
 }
 
-/* Forget members whose process is gone (their sockets closed at exit).
- * Highest index first: right when one died, a guess when several did. */
-static void steer_prune(struct steer_tab *t)
+/* Is member @i's LID listed again after it (a later owner of the LID:
+ * LIDs are unique among a namespace's live contexts, so @i is gone)? */
+static bool steer_dup(const struct steer_tab *t, uint32_t i)
+{
+	uint32_t j;
+
+	for (j = i + 1; j < t->n; j++)
+		if (t->e[j].lid == t->e[i].lid)
+			return true;
+	return false;
+}
+
+/* Forget members whose process is gone (their sockets closed at exit),
+ * and any that claims @self_lid (we are joining with it: whoever had it
+ * is gone). Highest index first: right when one died, a guess when
+ * several did. */
+static void steer_prune(struct steer_tab *t, uint32_t self_lid)
 {
 	uint32_t i;
 
 	for (i = t->n; i-- > 0;)
-		if (!srdma_proc_alive(t->e[i].pid, t->e[i].start_time)) {
+		/* A pid of another PID namespace (a state directory shared
+		 * by containers) names nobody here, or someone else: the
+		 * LID's claim in the network namespace (host/locality.c)
+		 * says whether the member still lives. */
+		if ((self_lid && t->e[i].lid == self_lid) || steer_dup(t, i) ||
+		    (!srdma_proc_alive(t->e[i].pid, t->e[i].start_time) &&
+		     !srdma_lid_held(t->e[i].lid))) {
 			srdma_dbg("steering: member %u (lid %u pid %d) is gone",
 				  i, t->e[i].lid, t->e[i].pid);
 			steer_remove(t, i);
@@ -245,7 +265,7 @@ int srdma_demux_join(const struct srdma_demux_id *id, uint16_t port)
 	ret = fd;
 	if (tfd < 0)
 		goto out;
-	steer_prune(&steer_buf);
+	steer_prune(&steer_buf, id->lid);
 	if (steer_buf.n < STEER_MAX) {
 		steer_buf.e[steer_buf.n].lid = id->lid;
 		steer_buf.e[steer_buf.n].pid = id->pid;
@@ -274,7 +294,7 @@ void srdma_demux_leave(const struct srdma_demux_id *id, int fd)
 	tfd = steer_open(id->dirfd);
 	if (tfd >= 0) {
 		steer_read(tfd, &steer_buf);
-		steer_prune(&steer_buf);
+		steer_prune(&steer_buf, 0);
 		for (i = 0; i < steer_buf.n; i++)
 			if (steer_buf.e[i].lid == id->lid &&
 			    steer_buf.e[i].pid == id->pid)
@@ -302,7 +322,7 @@ void srdma_demux_resteer(const struct srdma_demux_id *id, int fd)
 	tfd = steer_open(id->dirfd);
 	if (tfd >= 0) {
 		steer_read(tfd, &steer_buf);
-		steer_prune(&steer_buf);
+		steer_prune(&steer_buf, 0);
 		steer_attach(fd, &steer_buf);
 		steer_write(tfd, &steer_buf);
 		close(tfd);

@@ -63,12 +63,23 @@ enum srdma_transport_mode srdma_transport_mode(void);
  * srdma_net_dest() - does the net transport serve a destination with
  * address vector @ah and QPN @dqpn? Only with an Ethernet port and a GRH:
  * false (host) when the destination GID is one of this namespace's and
- * the QPN's context is live in the local registry, unless
+ * the QPN's context is live in the local registry, in our network and
+ * PID namespaces, and cross-memory attach works both ways, unless
  * SRDMA_TRANSPORT=net; true otherwise (SRDMA_TRANSPORT=host: never).
  * Context: any thread; no lock needed.
  */
 bool srdma_net_dest(struct srdma_context *ctx, const struct ibv_ah_attr *ah,
 		    uint32_t dqpn);
+
+/**
+ * srdma_net_dest_why() - srdma_net_dest(), and why: @why receives a
+ * static string naming the reason for the choice (for the log).
+ * Context: any thread; may probe the peer with one system call, once per
+ * peer process.
+ */
+bool srdma_net_dest_why(struct srdma_context *ctx,
+			const struct ibv_ah_attr *ah, uint32_t dqpn,
+			const char **why);
 
 /* ---- per-QP state ------------------------------------------------------ */
 

@@ -175,6 +175,7 @@ static int modify_rtr(struct srdma_qp *qp, struct srdma_net_qp *nq,
 {
 	struct srdma_wire_path path;
 	bool connected = false;
+	const char *why;
 	int ret;
 
 	if (qp->type != IBV_QPT_UD && (mask & IBV_QP_AV)) {
@@ -182,7 +183,8 @@ static int modify_rtr(struct srdma_qp *qp, struct srdma_net_qp *nq,
 					? attr->dest_qp_num & 0xffffff
 					: qp->attr.dest_qp_num;
 
-		connected = srdma_net_dest(qp->ctx, &attr->ah_attr, dqpn);
+		connected = srdma_net_dest_why(qp->ctx, &attr->ah_attr, dqpn,
+					       &why);
 		if (connected) {
 			ret = path_from_av(qp->ctx, &attr->ah_attr, &path);
 			if (ret)
@@ -211,8 +213,8 @@ static int modify_rtr(struct srdma_qp *qp, struct srdma_net_qp *nq,
 			nq->hop_limit = attr->ah_attr.grh.hop_limit;
 		}
 		pthread_mutex_unlock(&nq->resp_lock);
-		srdma_dbg("qp %#x -> qpn %#x: %s transport", nq->qpn, dqpn,
-			  connected ? "net" : "host");
+		srdma_info("qp %#x -> qpn %#x: transport %s (%s)", nq->qpn,
+			   dqpn, connected ? "net" : "host", why);
 	} else if (qp->type == IBV_QPT_UD &&
 		   srdma_transport_mode() != SRDMA_TRANSPORT_HOST) {
 		ret = net_register(nq);

@@ -1,0 +1,126 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# net_ranks.sh - several processes per host, all talking across hosts at
+# once (issue 12, item 3; docs/design/containers.md, "Several processes
+# per host"), on two test hosts sharing UDP port 4791 per host
+# (net-endpoint.md):
+#
+#   1. all-to-all: R ranks (net_ranks, ranks.c) on each host, one context
+#      each, one RC QP to every other rank; every rank RDMA-WRITEs with
+#      immediate to every other rank, ITERS rounds, every byte checked by
+#      the receiver. Ranks on the same host use the host transport, ranks
+#      on the other host the wire: the log (SRDMA_LOG=info) must show
+#      R - 1 host and R net choices per rank.
+#   2. pairs: R ib_write_bw and R ibv_rc_pingpong -c pairs at once, the
+#      servers on host 1, the clients on host 2.
+#
+# Usage: net_ranks.sh SRDMA_EXE NET_RANKS_EXE [R]   (default 4)
+# Exit: 0 pass, 1 fail, 77 skip (no root, no perftest/pingpong).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+H=$here/hosts.sh
+srdma=${1:?usage: net_ranks.sh SRDMA_EXE NET_RANKS_EXE [R]}
+ranks=${2:?usage}
+R=${3:-4}
+
+if [ "${4:-}" != inner ]; then
+	command -v ibv_rc_pingpong >/dev/null ||
+		{ echo "skipped: ibv_rc_pingpong not installed"; exit 77; }
+	command -v ib_write_bw >/dev/null ||
+		{ echo "skipped: ib_write_bw not installed"; exit 77; }
+	exec bash "$H" with 2 --tag rk$$ -- bash "$0" "$srdma" "$ranks" "$R" \
+		inner
+fi
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+A1=$("$H" addr 1)
+N=$((2 * R))
+ITERS=40
+SIZE=32768
+fail=
+
+# ---- 1. all-to-all ----------------------------------------------------
+mkdir "$out/meet"
+t0=$(date +%s.%N)
+for r in $(seq 0 $((N - 1))); do
+	h=$((r < R ? 1 : 2))
+	SRDMA_LOG=info timeout -k 5 120 "$H" run $h -- "$srdma" run -- \
+		"$ranks" "$out/meet" $r $N $ITERS $SIZE 1 >"$out/rank$r" 2>&1 &
+	echo $! >"$out/rankpid$r"
+done
+for r in $(seq 0 $((N - 1))); do
+	wait "$(cat "$out/rankpid$r")"
+	rc=$?
+	line=$(grep "^rank $r:" "$out/rank$r")
+	nnet=$(grep -c "transport net" "$out/rank$r")
+	nhost=$(grep -c "transport host" "$out/rank$r")
+	echo "rank $r (host $((r < R ? 1 : 2))): exit $rc, $nhost host +" \
+		"$nnet net QPs; ${line#rank $r: }"
+	want=$(((N - 1) * ITERS * SIZE))
+	if [ $rc -ne 0 ] || ! grep -q " $want bytes checked" "$out/rank$r"; then
+		fail+=" rank$r"
+		tail -5 "$out/rank$r"
+	fi
+	[ "$nnet" -eq "$R" ] && [ "$nhost" -eq $((R - 1)) ] ||
+		fail+=" rank$r(transports: $nhost host, $nnet net)"
+done
+echo "all-to-all: $N ranks, $(((N - 1) * N)) QPs, $ITERS rounds of" \
+	"$SIZE B: $(awk -v a="$t0" -v b="$(date +%s.%N)" \
+	'BEGIN { printf "%.2f", b - a }') s"
+
+# ---- 2. pairs across the hosts at once -------------------------------
+BASE=18800
+listening()
+{
+	[ -n "$("$H" run 1 -- ss -Hltn "sport = :$1" 2>/dev/null)" ]
+}
+for i in $(seq 0 $((R - 1))); do
+	timeout -k 5 120 "$H" run 1 -- "$srdma" run -- ib_write_bw -x 1 \
+		-p $((BASE + i)) -s 65536 -n 2000 >"$out/bwsrv$i" 2>&1 &
+	echo $! >"$out/bwsrvpid$i"
+	timeout -k 5 120 "$H" run 1 -- "$srdma" run -- ibv_rc_pingpong -g 1 \
+		-p $((BASE + 100 + i)) -n 200 -s 8192 -c >"$out/ppsrv$i" 2>&1 &
+	echo $! >"$out/ppsrvpid$i"
+done
+for i in $(seq 0 $((R - 1))); do
+	for p in $((BASE + i)) $((BASE + 100 + i)); do
+		for _ in $(seq 100); do
+			listening $p && break
+			sleep 0.1
+		done
+	done
+done
+for i in $(seq 0 $((R - 1))); do
+	timeout -k 5 120 "$H" run 2 -- "$srdma" run -- ib_write_bw -x 1 \
+		-p $((BASE + i)) -s 65536 -n 2000 "$A1" >"$out/bwcli$i" 2>&1 &
+	echo $! >"$out/bwclipid$i"
+	timeout -k 5 120 "$H" run 2 -- "$srdma" run -- ibv_rc_pingpong -g 1 \
+		-p $((BASE + 100 + i)) -n 200 -s 8192 -c "$A1" \
+		>"$out/ppcli$i" 2>&1 &
+	echo $! >"$out/ppclipid$i"
+done
+total=0
+for i in $(seq 0 $((R - 1))); do
+	for k in bwcli bwsrv ppcli ppsrv; do
+		wait "$(cat "$out/${k}pid$i")"
+		rc=$?
+		[ $rc -eq 0 ] || { fail+=" $k$i(exit $rc)"; tail -5 "$out/$k$i"; }
+	done
+	bw=$(awk '$1 == 65536 { print $4 }' "$out/bwcli$i")
+	echo "pair $i: ib_write_bw ${bw:-?} MB/s; ibv_rc_pingpong:" \
+		"$(grep 'iters in' "$out/ppcli$i")"
+	total=$(awk -v a="$total" -v b="${bw:-0}" 'BEGIN { print a + b }')
+	for f in "$out/ppsrv$i" "$out/ppcli$i"; do
+		grep -q "200 iters in" "$f" || fail+=" pp$i(no '200 iters')"
+		! grep -q 'invalid data' "$f" || fail+=" pp$i(data corrupted)"
+	done
+done
+echo "pairs: $R ib_write_bw at once, $total MB/s in all"
+
+if [ -n "$fail" ]; then
+	echo "net_ranks: FAIL:$fail"
+	exit 1
+fi
+echo "net_ranks: PASS"
