@@ -204,6 +204,11 @@ srdma_net_stack_test(uct_ud_am_bw CMD ucx
 	-d srdma0:1 -x ud_verbs -t am_bw -D bcopy -s 1000 -n 2000)
 srdma_net_stack_test(uct_ud_am_lat CMD ucx
 	-d srdma0:1 -x ud_verbs -t am_lat -n 2000)
+# The same over RoCEv2/IPv6: GID 2 of a test host is its fd53:: address
+# (0 link-local, 1 IPv4-mapped); UCX finds the datagram's destination in
+# the GRH area by the packet type in the completion's sl.
+srdma_net_stack_test(uct_ud_am_lat_ipv6 ENV UCX_IB_GID_INDEX=2 CMD ucx
+	-d srdma0:1 -x ud_verbs -t am_lat -n 2000)
 # UCP over rc_verbs (its wire-up runs over ud_verbs).
 srdma_net_stack_test(ucp_rc_put_bw ENV UCX_TLS=rc_v
 	CMD ucx -t ucp_put_bw -s 1048576 -n 200)
