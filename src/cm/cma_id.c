@@ -321,6 +321,62 @@ static bool sa_is_any(const struct sockaddr *sa)
 		&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
+static bool sa_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >>
+			24) == IN_LOOPBACKNET;
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(
+		       &((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+/*
+ * Does binding @addr attach the device? Any address but the wildcard on
+ * an InfiniBand port (IPoIB-like: every address of the host is srdma0's).
+ * On a RoCE port a loopback address is none of the port's GIDs (unless
+ * the host has no other interface): where the kernel's CM would refuse
+ * such a bind, softrdma binds it as the wildcard, without a device
+ * (verbs NULL; a connection's id gets one), so one-host programs on
+ * 127.0.0.1 keep working. libfabric's verbs provider needs that: it
+ * probes its endpoints' source address by binding "localhost", and takes
+ * that address for the device's own when verbs is set - a listener no
+ * other host reaches. A loopback destination still resolves to srdma0.
+ * Requires cm.lock.
+ */
+static bool bind_attaches(const struct sockaddr *addr)
+{
+	struct ibv_port_attr pa;
+	union ibv_gid want, g;
+	int i;
+
+	if (sa_is_any(addr))
+		return false;
+	/* No device: the attach reports it. */
+	if (!sa_is_loopback(addr) || srdma_cm_device_open() || !cm.dev.roce ||
+	    ibv_query_port(cm.dev.verbs, 1, &pa))
+		return true;
+	/* A host (network namespace) with no other interface has its
+	 * loopback addresses in the GID table: those are the port's. */
+	memset(&want, 0, sizeof(want));
+	if (addr->sa_family == AF_INET) {
+		want.raw[10] = 0xff;
+		want.raw[11] = 0xff;
+		memcpy(&want.raw[12],
+		       &((const struct sockaddr_in *)addr)->sin_addr, 4);
+	} else {
+		memcpy(want.raw,
+		       &((const struct sockaddr_in6 *)addr)->sin6_addr, 16);
+	}
+	for (i = 0; i < pa.gid_tbl_len; i++)
+		if (!ibv_query_gid(cm.dev.verbs, 1, i, &g) &&
+		    !memcmp(&g, &want, sizeof(g)))
+			return true;
+	srdma_dbg("bind to a loopback address, none of the RoCE port's "
+		  "GIDs: no device until a connection");
+	return false;
+}
+
 static in_port_t sa_port(const struct sockaddr *sa)
 {
 	return ((const struct sockaddr_in *)sa)->sin_port; /* = sin6_port */
@@ -423,7 +479,7 @@ SRDMA_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	ret = id_bind_socket(cid, addr);
 	if (ret)
 		goto out;
-	if (!sa_is_any(addr)) {
+	if (bind_attaches(addr)) {
 		ret = srdma_cm_id_attach(cid);
 		if (ret) {
 			close(cid->fd);

@@ -118,6 +118,31 @@ static int query_conn(struct ibv_qp *qp, struct ibv_qp_attr *a)
 			    &ia);
 }
 
+/* Is srdma0's port Ethernet (RoCE) with no GID for 127.0.0.1 (a host
+ * with another interface)? Binding 127.0.0.1 then attaches no device. */
+static bool lo_is_no_gid(void)
+{
+	static const uint8_t lo[16] = { [10] = 0xff, [11] = 0xff, [12] = 127,
+					[15] = 1 };
+	struct ibv_context **l = rdma_get_devices(NULL);
+	struct ibv_port_attr pa;
+	union ibv_gid g;
+	bool ret = false;
+	int i;
+
+	if (l && l[0] && !ibv_query_port(l[0], 1, &pa) &&
+	    pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
+		ret = true;
+		for (i = 0; i < pa.gid_tbl_len; i++)
+			if (!ibv_query_gid(l[0], 1, i, &g) &&
+			    !memcmp(g.raw, lo, sizeof(lo)))
+				ret = false;
+	}
+	if (l)
+		rdma_free_devices(l);
+	return ret;
+}
+
 static int rc_passive(struct cm_pair *p)
 {
 	struct sockaddr_in sin = cm_lo(p->port);
@@ -141,7 +166,12 @@ static int rc_passive(struct cm_pair *p)
 	CM_REQUIRE(!rdma_bind_addr(listen, (struct sockaddr *)&sin),
 		   "rdma_bind_addr(127.0.0.1:%d): %s", p->port,
 		   cm_errname(errno));
-	CM_CHECK(listen->verbs, "binding 127.0.0.1 attaches the device");
+	/* Not a GID of a RoCE port: bound as the wildcard is. */
+	if (lo_is_no_gid())
+		CM_CHECK(!listen->verbs, "binding 127.0.0.1, no GID of the "
+					 "RoCE port, attaches the device");
+	else
+		CM_CHECK(listen->verbs, "binding 127.0.0.1 attaches the device");
 	CM_REQUIRE(!rdma_listen(listen, 4), "rdma_listen: %s",
 		   cm_errname(errno));
 	CM_CHECK_INT(ntohs(rdma_get_src_port(listen)), p->port,

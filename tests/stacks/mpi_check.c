@@ -23,6 +23,16 @@
  * every byte on both sides, so they compare transports with each other,
  * not with a benchmark's figures. Exit status 0 only if no rank saw an
  * error.
+ *
+ * "mpi_check --bench [ITERS]" is the timing mode (bench/stacks_bench.sh):
+ * plain ping-pongs between ranks 0 and 1, nothing filled or checked inside
+ * the timed loops - ITERS (default 2000) of 8 bytes, ITERS / 20 (at least
+ * 10) of 1 MiB, each after a warm-up - and the last message of each size
+ * checked byte for byte afterwards. Rank 0 prints "mpi_check: BENCH
+ * ranks=N pingpong_8B_us=<mean half round trip>
+ * pingpong_8B_median_us=<median half round trip> pingpong_1MiB_MBps=<2 MiB
+ * per mean round trip, 10^6 bytes/s>" or "mpi_check: FAILED ...". The
+ * median is what a busy machine disturbs least.
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -152,6 +162,86 @@ static void allreduce(int n)
 	free(d);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Timed ping-pong of @size bytes, rank 0 <-> 1, @iters round trips after
+ * @iters / 10 + 1 warm-up ones; both sides send the pattern of the last
+ * iteration, checked once at the end. Returns the mean round trip (s);
+ * rank 0 also stores the median one in *@median. */
+static double timed(unsigned char *sbuf, unsigned char *rbuf, int size,
+		    int iters, double *median)
+{
+	double *rt = malloc((size_t)iters * sizeof(*rt));
+	MPI_Status st;
+	double t0 = 0, t;
+	int it, warm = iters / 10 + 1;
+
+	if (!rt) {
+		fprintf(stderr, "mpi_check: out of memory\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	fill(sbuf, rank, size, iters);
+	for (it = -warm; it < iters; it++) {
+		if (it == 0)
+			t0 = MPI_Wtime();
+		t = MPI_Wtime();
+		if (rank == 0) {
+			MPI_Send(sbuf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+			MPI_Recv(rbuf, size, MPI_BYTE, 1, 2, MPI_COMM_WORLD,
+				 &st);
+		} else if (rank == 1) {
+			MPI_Recv(rbuf, size, MPI_BYTE, 0, 1, MPI_COMM_WORLD,
+				 &st);
+			MPI_Send(sbuf, size, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+		}
+		if (it >= 0)
+			rt[it] = MPI_Wtime() - t;
+	}
+	t0 = MPI_Wtime() - t0;
+	if (rank <= 1)
+		check(rbuf, &st, !rank, size, iters);
+	qsort(rt, (size_t)iters, sizeof(*rt), cmp_double);
+	*median = iters % 2 ? rt[iters / 2]
+			    : (rt[iters / 2 - 1] + rt[iters / 2]) / 2;
+	free(rt);
+	return t0 / iters;
+}
+
+static int bench(int iters)
+{
+	unsigned char *sbuf = malloc(MAX_SIZE), *rbuf = malloc(MAX_SIZE);
+	double lat, med, bw, unused;
+	long total = 0;
+	int big = iters / 20 < 10 ? 10 : iters / 20;
+
+	if (!sbuf || !rbuf) {
+		fprintf(stderr, "mpi_check: out of memory\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	lat = timed(sbuf, rbuf, 8, iters, &med) / 2 * 1e6;
+	med = med / 2 * 1e6;
+	bw = 2.0 * MAX_SIZE / timed(sbuf, rbuf, MAX_SIZE, big, &unused) / 1e6;
+	MPI_Allreduce(&errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+	if (rank == 0) {
+		if (total)
+			printf("mpi_check: FAILED: %ld mismatches\n", total);
+		else
+			printf("mpi_check: BENCH ranks=%d pingpong_8B_us=%.2f "
+			       "pingpong_8B_median_us=%.2f "
+			       "pingpong_1MiB_MBps=%.1f\n",
+			       nranks, lat, med, bw);
+	}
+	free(sbuf);
+	free(rbuf);
+	MPI_Finalize();
+	return total ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const int sizes[] = {1, 8, 1000, 8192, 65536, MAX_SIZE};
@@ -173,6 +263,13 @@ int main(int argc, char **argv)
 	if (nranks < 2) {
 		fprintf(stderr, "mpi_check: needs at least 2 ranks\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	if (argc > 1 && !strcmp(argv[1], "--bench")) {
+		int iters = argc > 2 ? atoi(argv[2]) : 2000;
+
+		free(sbuf);
+		free(rbuf);
+		return bench(iters > 0 ? iters : 2000);
 	}
 	for (peer = 1; peer < nranks; peer++)
 		for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {

@@ -163,3 +163,69 @@ add_test(NAME stacks.devnode
 set_tests_properties(stacks.devnode PROPERTIES TIMEOUT 60 LABELS stacks
 	SKIP_RETURN_CODE 77)
 srdma_test_env(stacks.devnode)
+
+# Between two test hosts (network namespaces, tests/net/hosts.sh; root
+# needed, else skipped): the same clients with every byte on the veth as
+# RoCEv2 (tests/net/net_stacks.sh; labels stacks and net). Open MPI runs
+# 2 hosts x 2 ranks, started in host 2 through an rsh agent that enters
+# its namespace. The slower pairs carry the label "long" as well, out of
+# the default run's budget (ctest -L long).
+# srdma_net_stack_test(NAME [LONG] [BUDGET SECS] [ENV VAR=VALUE...]
+#                      CMD KIND ARGS...) registers stacks.net.NAME.
+function(srdma_net_stack_test name)
+	cmake_parse_arguments(PARSE_ARGV 1 arg "LONG" "BUDGET" "ENV;CMD")
+	set(test stacks.net.${name})
+	set(labels stacks net)
+	if(arg_LONG)
+		list(APPEND labels long)
+	endif()
+	set(budget 60)
+	if(arg_BUDGET)
+		set(budget ${arg_BUDGET})
+	endif()
+	list(POP_FRONT arg_CMD kind)
+	add_test(NAME ${test}
+		COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/../net/net_stacks.sh
+			--budget ${budget} ${kind} $<TARGET_FILE:srdma>
+			${arg_CMD})
+	math(EXPR ctest_timeout "${budget} + 30")
+	set_tests_properties(${test} PROPERTIES TIMEOUT ${ctest_timeout}
+		LABELS "${labels}" SKIP_RETURN_CODE 77)
+	srdma_test_env(${test})
+	set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
+		STACK_TEST=${test} ${arg_ENV})
+endfunction()
+
+srdma_net_stack_test(uct_rc_put_bw CMD ucx
+	-d srdma0:1 -x rc_verbs -t put_bw -D zcopy -s 65536 -n 2000)
+srdma_net_stack_test(uct_rc_am_lat CMD ucx
+	-d srdma0:1 -x rc_verbs -t am_lat -n 5000)
+srdma_net_stack_test(uct_ud_am_bw CMD ucx
+	-d srdma0:1 -x ud_verbs -t am_bw -D bcopy -s 1000 -n 2000)
+srdma_net_stack_test(uct_ud_am_lat CMD ucx
+	-d srdma0:1 -x ud_verbs -t am_lat -n 2000)
+# The same over RoCEv2/IPv6: GID 2 of a test host is its fd53:: address
+# (0 link-local, 1 IPv4-mapped); UCX finds the datagram's destination in
+# the GRH area by the packet type in the completion's sl.
+srdma_net_stack_test(uct_ud_am_lat_ipv6 ENV UCX_IB_GID_INDEX=2 CMD ucx
+	-d srdma0:1 -x ud_verbs -t am_lat -n 2000)
+# UCP over rc_verbs (its wire-up runs over ud_verbs).
+srdma_net_stack_test(ucp_rc_put_bw ENV UCX_TLS=rc_v
+	CMD ucx -t ucp_put_bw -s 1048576 -n 200)
+srdma_net_stack_test(ucp_rc_am_lat ENV UCX_TLS=rc_v
+	CMD ucx -t ucp_am_lat -n 5000)
+srdma_net_stack_test(ucp_rc_tag_bw LONG ENV UCX_TLS=rc_v
+	CMD ucx -t tag_bw -s 1048576 -n 200)
+srdma_net_stack_test(ucp_ud_tag_lat LONG ENV UCX_TLS=ud_v
+	CMD ucx -t tag_lat -n 5000)
+# Open MPI 4.1 over UCX: 2 hosts x 2 ranks (rank 1 on host 2).
+srdma_net_stack_test(mpi_ucx_rc_2x2 BUDGET 120 CMD mpi 4 ${SRDMA_MPI_CHECK}
+	--mca pml ucx --mca btl ^openib -x UCX_TLS=rc_v)
+srdma_net_stack_test(mpi_ucx_ud_2x2 LONG BUDGET 120 CMD mpi 4
+	${SRDMA_MPI_CHECK} --mca pml ucx --mca btl ^openib -x UCX_TLS=ud_v)
+# libfabric's verbs provider (rdma_cm across hosts), every byte checked.
+# The server's listener is on the host's own address only because binding
+# a loopback address on a RoCE port attaches no device (cma_id.c).
+srdma_net_stack_test(fi_verbs_msg CMD fi -p verbs -e msg -c -I 100 -S 4096)
+srdma_net_stack_test(fi_rxm_rdm CMD rdm -c -I 100 -S 4096)
+srdma_net_stack_test(fi_rxm_rdm_1m LONG CMD rdm -c -I 20 -S 1048576)

@@ -1223,6 +1223,19 @@ static void make_grh(uint8_t g[GRH_BYTES], const struct srdma_wire_path *from,
 	memcpy(g + GRH_BYTES - n, ip, n);
 }
 
+/*
+ * A RoCE port has no service level, so a UD completion's sl says what
+ * kind of packet arrived, as ConnectX reports it: bit 3 set for a UDP
+ * (RoCEv2) frame, bits 2:0 the L3 header, 1 IPv6, 2 IPv4. UCX's ud_verbs
+ * reads it to find the destination address in the GRH area (the last 4
+ * bytes for IPv4, the last 16 for IPv6); with 0 it compares the last 16
+ * bytes of an IPv4 header with its GIDs and drops every datagram.
+ */
+static uint8_t ud_roce_pkt_type(const struct srdma_wire_path *from)
+{
+	return srdma_gid_is_v4(from->sip) ? 0x8 | 0x2 : 0x8 | 0x1;
+}
+
 static void ud_input(struct srdma_netresp *r, struct srdma_target *t,
 		     const struct srdma_pkt *pkt, uint32_t hdrs,
 		     const struct srdma_wire_path *from)
@@ -1283,6 +1296,7 @@ static void ud_input(struct srdma_netresp *r, struct srdma_target *t,
 	}
 	c.src_qp = pkt->src_qp & 0xffffff;
 	c.pkey_index = 0;
+	c.sl = ud_roce_pkt_type(from);
 	srdma_resp_rq_complete(&h, &c, pkt->se);
 }
 
