@@ -5,7 +5,7 @@
 # terminal (ctest -L bench runs the same scripts but shows their output
 # only with -V).
 #
-# Usage: scripts/bench.sh [--full] [reg] [data] [net]
+# Usage: scripts/bench.sh [--full] [reg] [data] [net] [stacks]
 #   reg   memory registration: ibv_reg_mr+ibv_dereg_mr against UCX's
 #         ucp_mem_map, and the mapping check at 50 and 5,000 mappings
 #         (bench/run_reg_bench.sh)
@@ -14,7 +14,9 @@
 #         (bench/run_data_bench.sh)
 #   net   the RoCEv2 transport between two network namespaces against the
 #         kernel's TCP and UDP on the same veth (bench/net_bench.sh; root)
-# Default: all three. Quick by default (one round, fewer iterations: about
+#   stacks  UCX, Open MPI and libfabric on softrdma against their shared
+#         memory and TCP transports (bench/stacks_bench.sh, when present)
+# Default: all of them. Quick by default (one round, fewer iterations: about
 # half a minute for reg and data on an idle machine, a few minutes for
 # net); --full runs them as `ctest --test-dir build -L bench` does (three
 # rounds, medians). Builds build/ first if it is missing. Each benchmark's
@@ -29,16 +31,20 @@ which=()
 for a in "$@"; do
 	case $a in
 	--full) quick= ;;
-	reg | data | net) which+=("$a") ;;
+	reg | data | net | stacks) which+=("$a") ;;
 	-h | --help)
 		sed -n '4,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'
 		exit 0 ;;
 	*)
-		echo "usage: scripts/bench.sh [--full] [reg] [data] [net]" >&2
+		echo "usage: scripts/bench.sh [--full] [reg] [data] [net]" \
+			"[stacks]" >&2
 		exit 2 ;;
 	esac
 done
-((${#which[@]})) || which=(reg data net)
+if ! ((${#which[@]})); then
+	which=(reg data net)
+	[ -x bench/stacks_bench.sh ] && which+=(stacks)
+fi
 
 if [ ! -x build/bin/srdma ] || [ ! -x build/bin/bench_reg_mr ]; then
 	cmake -S . -B build -DSRDMA_WERROR=ON >/dev/null &&
@@ -56,10 +62,23 @@ for b in "${which[@]}"; do
 	reg)  script=bench/run_reg_bench.sh  what="memory registration" ;;
 	data) script=bench/run_data_bench.sh what="one-host data path" ;;
 	net)  script=bench/net_bench.sh      what="between two hosts (RoCEv2)" ;;
+	stacks) script=bench/stacks_bench.sh what="UCX, Open MPI, libfabric" ;;
 	esac
-	echo "== $b: $what ($script ${quick:-(full)})"
+	args=()
+	if [ "$b" = stacks ]; then	# quick by default, takes --rounds
+		[ -n "$quick" ] || args=(--rounds 3)
+	elif [ -n "$quick" ]; then
+		args=("$quick")
+	fi
+	if [ ! -x "$script" ]; then
+		echo "== $b: $script is not in this tree"
+		echo
+		rc=1
+		continue
+	fi
+	echo "== $b: $what ($script ${args[*]})"
 	mkdir -p "$state/$b" && chmod 0700 "$state/$b"
-	SRDMA_DIR=$state/$b "$script" $quick build >"$logs/$b.log" 2>&1
+	SRDMA_DIR=$state/$b "$script" "${args[@]}" build >"$logs/$b.log" 2>&1
 	st=$?
 	if [ $st = 77 ]; then
 		echo "skipped: $(tail -n 1 "$logs/$b.log")"
@@ -69,8 +88,12 @@ for b in "${which[@]}"; do
 	# The tables start at the first table header (reg) or at "medians
 	# of" (data, net); the raw measurement lines between reg's two
 	# tables are left to the log.
-	awk '/^medians of/ || /^ *size +\|/ { p = 1 }
-	     p && !/median_us=|gb_per_s=|^# |^== /' "$logs/$b.log"
+	if [ "$b" = stacks ]; then
+		cat "$logs/$b.log"
+	else
+		awk '/^medians of/ || /^ *size +\|/ { p = 1 }
+		     p && !/median_us=|gb_per_s=|^# |^== /' "$logs/$b.log"
+	fi
 	if [ $st != 0 ]; then
 		echo "FAILED (exit $st): see $logs/$b.log"
 		rc=1
