@@ -22,3 +22,12 @@ foreach(mode ib net)
 endforeach()
 set_property(TEST examples.write_demo_net APPEND PROPERTY ENVIRONMENT
 	SRDMA_TRANSPORT=net)
+
+# Between two test hosts (network namespaces; root, skipped without it),
+# as the README's "Between hosts" shows it. Label net.
+add_test(NAME examples.write_demo_hosts
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/write_demo_hosts.sh
+		$<TARGET_FILE:srdma> $<TARGET_FILE:srdma-write-demo>)
+set_tests_properties(examples.write_demo_hosts PROPERTIES TIMEOUT 90
+	LABELS net SKIP_RETURN_CODE 77)
+srdma_test_env(examples.write_demo_hosts)
