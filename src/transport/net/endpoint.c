@@ -62,6 +62,7 @@
 #include "transport/net/netfault.h"
 #include "transport/net/pcap.h"
 #include "util/log.h"
+#include "util/selfcopy.h"
 
 #define RX_BATCH 32
 #define RX_BUF 9216		/* above any RoCEv2 packet; longer: truncated */
@@ -673,10 +674,15 @@ static int drain_fwd_one(struct srdma_net_ctx *ep)
  * leaves that rare path to it, to spare a system call per poll). */
 static int drain(struct srdma_net_ctx *ep, int budget, bool fwd)
 {
-	int done = drain_udp(ep, budget), n;
+	int done, n;
 
+	/* The packets' copies into our memory: one handler check for all
+	 * (util/selfcopy.h). */
+	srdma_self_copy_batch(true);
+	done = drain_udp(ep, budget);
 	while (fwd && done < budget && (n = drain_fwd_one(ep)) > 0)
 		done += n;
+	srdma_self_copy_batch(false);
 	return done;
 }
 
