@@ -127,13 +127,20 @@ bad=$(grep -E '^/usr/lib/[^/]+-linux-gnu/|^/usr/lib/lib|^/lib|^/etc/ld\.so' \
 [ -z "$bad" ]
 il_judge $? "nothing in the loader's directories" \
 	"files where the loader looks: $bad"
-owned=
+# Each path, and its /bin, /sbin, /lib twin: on a merged-/usr system a
+# package may list /lib/x where /usr/lib/x is the same file. One dpkg -S
+# prints "package: path" for every path some package owns.
+paths=()
 while read -r f; do
-	dpkg -S "$f" >/dev/null 2>&1 && owned+=" $f ($(dpkg -S "$f" 2>&1))"
+	paths+=("$f")
+	case $f in
+	/usr/bin/* | /usr/sbin/* | /usr/lib/*) paths+=("${f#/usr}") ;;
+	esac
 done <<<"$files"
+owned=$(dpkg -S "${paths[@]}" 2>/dev/null)
 [ -z "$owned" ]
-il_judge $? "no file owned by an installed package" \
-	"files other packages own:$owned"
+il_judge $? "no file owned by an installed package (${#paths[@]} paths)" \
+	"files other packages own: $owned"
 
 touch "$mark"
 if ! out=$(dpkg_retry -i "$deb"); then
