@@ -65,8 +65,8 @@ for b in "${which[@]}"; do
 	stacks) script=bench/stacks_bench.sh what="UCX, Open MPI, libfabric" ;;
 	esac
 	args=()
-	if [ "$b" = stacks ]; then	# quick by default, takes --rounds
-		[ -n "$quick" ] || args=(--rounds 3)
+	if [ "$b" = stacks ]; then	# quick by default; --full, --rounds
+		[ -n "$quick" ] || args=(--full --rounds 3)
 	elif [ -n "$quick" ]; then
 		args=("$quick")
 	fi
