@@ -3,12 +3,13 @@
 #
 # reliability.sh - run the tests labelled "robust" (peer death, fork,
 # leaks, hostile shared state, state directory, fd exhaustion, async
-# events, key guessing) and collect the figures they print into the
-# README's "Reliability" section, so the numbers there are what the tests
-# printed on this machine, never typed by hand.
+# events, key guessing) and collect the figures they print into
+# docs/reliability.md (the README's "Reliability" section points there),
+# so the numbers there are what the tests printed on this machine, never
+# typed by hand.
 #
 #   scripts/reliability.sh            print the section to stdout
-#   scripts/reliability.sh --update   also rewrite it in README.md
+#   scripts/reliability.sh --update   also rewrite it in docs/reliability.md
 #
 # A figure is any line a robust test prints that is not test-runner
 # chatter (cmocka's "[ ... ]", TAP's "ok"/"#", library log lines).
@@ -19,7 +20,7 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 ctest --test-dir build -L robust -V --timeout 600 >"$log" 2>&1 || {
 	grep -E "tests passed|Failed" "$log"
-	echo "reliability.sh: a robust test failed; README left alone" >&2
+	echo "reliability.sh: a robust test failed; docs/reliability.md left alone" >&2
 	exit 1
 }
 
@@ -59,11 +60,11 @@ if [ "${1:-}" = --update ]; then
 	python3 - "$out" <<'PY'
 import re, sys
 new = sys.argv[1]
-s = open("README.md").read()
+s = open("docs/reliability.md").read()
 pat = re.compile(r"<!-- reliability: generated.*?<!-- reliability: end -->", re.S)
 if not pat.search(s):
-    sys.exit("README.md has no generated reliability block")
-open("README.md", "w").write(pat.sub(lambda m: new, s))
+    sys.exit("docs/reliability.md has no generated reliability block")
+open("docs/reliability.md", "w").write(pat.sub(lambda m: new, s))
 PY
-	echo "README.md updated" >&2
+	echo "docs/reliability.md updated" >&2
 fi

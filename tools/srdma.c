@@ -77,8 +77,9 @@ static const char usage_text[] =
 	"  run [--] PROGRAM [ARGS...]\n"
 	"        run PROGRAM on softrdma: its libibverbs.so.1 and librdmacm.so.1\n"
 	"        come first on LD_LIBRARY_PATH (library directory: SRDMA_LIBDIR,\n"
-	"        else ../lib next to this srdma). Exit status is PROGRAM's; 127\n"
-	"        if it cannot be executed, 125 if the libraries are not found.\n"
+	"        else ../lib/softrdma or ../lib next to this srdma). Exit status\n"
+	"        is PROGRAM's; 127 if it cannot be executed, 125 if the\n"
+	"        libraries are not found.\n"
 	"        When /dev/infiniband/uverbs_srdma0 (UCX looks for it) is\n"
 	"        missing, PROGRAM sees one through a preloaded library\n"
 	"        (SRDMA_DEVNODE=auto, the default; preload: always; namespace:\n"
@@ -250,14 +251,19 @@ static void table_fini(struct table *t)
 /* ---- srdma run ---------------------------------------------------------- */
 
 /*
- * The directory holding our libibverbs.so.1: $SRDMA_LIBDIR, else ../lib (or
- * ../lib64) relative to the directory of this executable, so that both
- * build/bin/srdma -> build/lib and PREFIX/bin/srdma -> PREFIX/lib work.
+ * The directory holding our libibverbs.so.1: $SRDMA_LIBDIR, else the first
+ * of ../lib/softrdma, ../lib and ../lib64 (relative to the directory of
+ * this executable) that has one. An installed srdma (PREFIX/bin/srdma, the
+ * .deb's /usr/bin/srdma) finds PREFIX/lib/softrdma, where `cmake --install`
+ * puts the libraries so that they never shadow the distribution's
+ * libibverbs; build/bin/srdma finds build/lib. The private directory is
+ * tried first: PREFIX/lib may hold another libibverbs.so.1.
  * @buf must hold PATH_MAX bytes. Return: 0 or -errno.
  */
 static int find_libdir(char *buf)
 {
-	static const char *const rel[] = {"../lib", "../lib64"};
+	static const char *const rel[] = {"../lib/softrdma", "../lib",
+					  "../lib64"};
 	const char *env = getenv("SRDMA_LIBDIR");
 	char exe[PATH_MAX], cand[PATH_MAX + 32];
 	unsigned int i;
@@ -316,7 +322,8 @@ static int cmd_run(int argc, char **argv)
 	if (ret) {
 		fprintf(stderr,
 			"srdma run: cannot find softrdma's libibverbs.so.1 "
-			"(looked in ../lib and ../lib64 next to srdma): %s; "
+			"(looked in ../lib/softrdma, ../lib and ../lib64 next to "
+			"srdma): %s; "
 			"set SRDMA_LIBDIR\n",
 			strerror(-ret));
 		return EXIT_RUN_FAILED;

@@ -7,7 +7,8 @@
 
 /**
  * srdma_tool_libdir() - the directory holding softrdma's libibverbs.so.1:
- * $SRDMA_LIBDIR, else ../lib or ../lib64 next to the srdma executable.
+ * $SRDMA_LIBDIR, else ../lib/softrdma, ../lib or ../lib64 next to the srdma
+ * executable (the first that has it).
  * @buf: receives it; must hold PATH_MAX bytes
  * Return: 0 or -errno.
  */

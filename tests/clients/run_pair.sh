@@ -67,7 +67,9 @@
 #             end 0" (the status run() returns), rdma_xserver.c and
 #             rdma_xclient.c likewise; udaddy.c and cmatose.c
 #             (ucmatose) print "data transfers complete" once all messages
-#             are through and end with "return status 0". The udaddy
+#             are through and end with "return status 0"; our
+#             examples/write_demo.c prints "server: ok" / "client: ok"
+#             (the client after checking every byte written). The udaddy
 #             server also reports success when no client connected, which
 #             is why both sides are always checked.
 #   refused   no server: the client must exit non-zero, without hanging,
@@ -304,6 +306,8 @@ check_cm()
 	rdma_server | rdma_client | rdma_xserver | rdma_xclient)
 		want=("$name: end 0") ;;
 	udaddy | ucmatose) want=("data transfers complete" "return status 0") ;;
+	# examples/write_demo.c: the client checked the bytes it was written.
+	srdma-write-demo) want=("$side: ok") ;;
 	*)
 		fail_msg="$side: no success text known for $name (KIND cm)"
 		return 1
