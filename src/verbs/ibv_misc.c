@@ -42,6 +42,7 @@
 
 #include "util/compiler.h"
 #include "util/log.h"
+#include "util/sys.h"
 #include "verbs/verbs_int.h"
 
 /* Looks up @v in a designated-initialiser table; holes and out-of-range
@@ -275,7 +276,7 @@ static bool kernel_copy_on_fork(void)
 	bool cof = false, done = false;
 	int fd;
 
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+	fd = srdma_socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
 	if (fd < 0)
 		return false;
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));

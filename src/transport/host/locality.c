@@ -63,6 +63,7 @@
 
 #include "transport/host/host.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 #define CAP_PTRACE_BIT 19	/* CAP_SYS_PTRACE */
 
@@ -208,7 +209,7 @@ int srdma_lid_lock(uint32_t lid)
 	int fd, ret;
 
 	pthread_once(&held_once, held_init);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = srdma_socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&a, len)) {
@@ -257,7 +258,7 @@ bool srdma_lid_held(uint32_t lid)
 {
 	struct sockaddr_un a;
 	socklen_t len = lid_addr(lid, &a);
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = srdma_socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	bool bound;
 
 	if (fd < 0)

@@ -45,6 +45,7 @@
 #include "transport/host/host.h"
 #include "transport/net/demux.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 #ifndef SO_ATTACH_REUSEPORT_CBPF
 #define SO_ATTACH_REUSEPORT_CBPF 51
@@ -203,7 +204,7 @@ static void setopt(int fd, int level, int name, int val, const char *what)
 /* A dual-stack UDP socket set up for RoCEv2, not yet bound. */
 static int udp_socket(void)
 {
-	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = srdma_socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int zero = 0, one = 1;
 
 	if (fd < 0)
@@ -347,7 +348,7 @@ int srdma_demux_fwd_open(uint32_t lid)
 {
 	struct sockaddr_un sun;
 	socklen_t len = srdma_demux_fwd_addr(lid, &sun);
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd = srdma_socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;

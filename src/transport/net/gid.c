@@ -51,6 +51,7 @@
 
 #include "transport/net/gid.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 /* ---- link layer ------------------------------------------------------- */
 
@@ -148,7 +149,7 @@ static uint32_t if_mtu(int fd, const char *name)
 static int if_collect(struct ifaddrs *all, struct iflist *l)
 {
 	struct ifaddrs *a;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int fd = srdma_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	unsigned int k;
 
 	for (a = all; a; a = a->ifa_next) {
