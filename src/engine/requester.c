@@ -570,8 +570,7 @@ static int exec_atomic_write(struct srdma_qp *qp, struct srdma_swqe *w,
 	struct local_bufs lb;
 	struct srdma_rmem m;
 	uint64_t val;
-	uint32_t i;
-	char *p = (char *)&val;
+	struct iovec to = { &val, sizeof(val) };
 	int r;
 
 	if (local_acquire(qp, w, 0, &lb)) {
@@ -579,15 +578,10 @@ static int exec_atomic_write(struct srdma_qp *qp, struct srdma_swqe *w,
 		return EXEC_DONE;
 	}
 	/* Gather the operand (our own memory, which may be unmapped). */
-	for (i = 0; i < lb.n; i++) {
-		struct iovec to = { p, lb.iov[i].iov_len };
-
-		if (process_vm_readv(getpid(), &to, 1, &lb.iov[i], 1, 0) !=
-		    (ssize_t)lb.iov[i].iov_len) {
-			o->req_status = IBV_WC_LOC_PROT_ERR;
-			goto out;
-		}
-		p += lb.iov[i].iov_len;
+	if (srdma_self_vm_rw(&to, 1, lb.iov, lb.n, false) !=
+	    (ssize_t)sizeof(val)) {
+		o->req_status = IBV_WC_LOC_PROT_ERR;
+		goto out;
 	}
 	o->byte_len = 8;
 	if (!srdma_resp_qp_allows(t, IBV_ACCESS_REMOTE_WRITE)) {
