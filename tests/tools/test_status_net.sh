@@ -65,7 +65,11 @@ trap 'exit 1' INT TERM HUP
 
 "$H" up 2
 rc=$?
-[ $rc -eq 0 ] || exit $rc
+[ $rc -eq 77 ] && exit 77
+if [ $rc -ne 0 ]; then
+	echo "not ok 1 - hosts.sh up 2 (exit $rc)"
+	exit 1
+fi
 addr1=$("$H" addr 1)
 gid1=$("$H" run 1 -- "$here/../net/gid_index.sh" "$SRDMA" "$addr1") ||
 	{ echo "not ok 1 - host 1 has a GID for $addr1"; exit 1; }

@@ -806,6 +806,9 @@ static void *progress_thread(void *arg)
 	int n, i;
 
 	while (!atomic_load_explicit(&ep->stop, memory_order_acquire)) {
+		/* srdma status: counters as of this wake-up's work, mirrored
+		 * before sleeping again (off the receive path). */
+		srdma_rt_ep_mirror(ep->ctx);
 		/* Kicks from here on write the eventfd, until we know the
 		 * deadline we sleep on. */
 		atomic_store(&ep->sleep_until, UINT64_MAX);
@@ -847,7 +850,6 @@ static void *progress_thread(void *arg)
 			n = epoll_wait(ep->epfd, ev, 4, ms);
 		}
 		cnt(&ep->st.wakeups, 1);
-		srdma_rt_ep_mirror(ep->ctx);	/* srdma status, lazily */
 		rx = fwd = false;
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.fd == ep->evfd) {
