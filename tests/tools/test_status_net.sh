@@ -52,7 +52,8 @@ work=$(mktemp -d /tmp/test_status_net.XXXXXX) || exit 1
 pids=()
 cleanup() {
 	local p
-	exec {in1}>&- {in2}>&- 2>/dev/null
+	[ -n "${in1:-}" ] && exec {in1}>&-
+	[ -n "${in2:-}" ] && exec {in2}>&-
 	for p in "${pids[@]}"; do
 		kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
@@ -177,6 +178,7 @@ host_checks 1 server "$pid1" "$qpn1" "$dest1" "$sq1" "$rq1"
 host_checks 2 client "$pid2" "$qpn2" "$dest2" "$sq2" "$rq2"
 
 exec {in1}>&- {in2}>&-
+in1='' in2=''
 for p in "${pids[@]}"; do
 	wait "$p"
 	check "res_holder (job $p) released everything cleanly" test $? -eq 0
