@@ -960,6 +960,10 @@ struct col {
 	bool all_only; /* only with --all */
 };
 
+/* Whether status has printed anything yet: sections are separated by
+ * blank lines, and the first needs none. */
+static bool text_started;
+
 /* Print section @s as a table of columns @cols, or @none if empty. */
 static void sec_print(const struct section *s, const struct col *cols,
 		      unsigned int ncols, bool all, const char *none)
@@ -971,7 +975,8 @@ static void sec_print(const struct section *s, const struct col *cols,
 
 	if (!s->n) {
 		if (none)
-			printf("\n%s\n", none);
+			printf("%s%s\n", text_started ? "\n" : "", none);
+		text_started |= none != NULL;
 		return;
 	}
 	for (i = 0; i < ncols && nc < TABLE_MAX_COLS; i++) {
@@ -991,7 +996,9 @@ static void sec_print(const struct section *s, const struct col *cols,
 				table_set(&t, i, "%s", f->text);
 		}
 	}
-	putchar('\n');
+	if (text_started)
+		putchar('\n');
+	text_started = true;
 	table_print(&t);
 	table_fini(&t);
 }
@@ -1839,8 +1846,10 @@ static void print_text(struct status *st, const char *dir)
 {
 	bool all = st->o.all;
 
-	if (all)
-		printf("SRDMA_DIR %s\n\n", dir);
+	if (all) {
+		printf("SRDMA_DIR %s\n", dir);
+		text_started = true;
+	}
 	/* The contexts table comes first, with no blank line before it. */
 	sec_print(&st->ctxs, ctx_cols, ARRAY_SIZE(ctx_cols), all, NULL);
 	sec_print(&st->pds, pd_cols, ARRAY_SIZE(pd_cols), all,

@@ -12,11 +12,12 @@
  * Endpoint counters: the net endpoint keeps its counters in process memory
  * (endpoint.c, struct srdma_net_ep_stats), bumped on the data path; they
  * are mirrored here lazily, never per packet: at every wake-up of the
- * endpoint's progress thread and at QP destroy and context close. So
- * status shows them as of the last wake-up (the mirror's time is shown
- * with them): exact once traffic stops, since the last packet woke the
- * thread, except for what a polling application received inline since
- * (poll mode ends, and the thread wakes, within SRDMA_NET_POLL_US).
+ * endpoint's progress thread, after its work, and at QP destroy. A
+ * polling application may receive inline between that copy and the
+ * thread's sleep, so after any change the thread wakes once more within
+ * SRDMA_RT_SETTLE_NS (100 ms) and copies again. So status shows the
+ * counters as of the last copy (its time is shown with them), and exact
+ * ones at most 100 ms after traffic stops.
  *
  * The mirror is a seqlock. Owner threads may race (the progress thread
  * and the application), so a writer first takes the sequence from even to
@@ -75,17 +76,18 @@ void srdma_rt_pd_del(struct srdma_context *ctx, uint32_t handle)
 					  memory_order_relaxed);
 }
 
-void srdma_rt_ep_mirror(struct srdma_context *ctx)
+bool srdma_rt_ep_mirror(struct srdma_context *ctx)
 {
 	struct srdma_shm_rt *rt = rt_of(ctx);
 	struct srdma_net_ep_stats st;
 	uint64_t w[SRDMA_RT_EP_NCOUNTERS];
 	struct timespec ts;
+	bool changed = false;
 	uint32_t seq;
 	size_t i;
 
 	if (srdma_net_ep_stats(ctx, &st))
-		return;
+		return false;
 	w[SRDMA_RT_EP_RX_DGRAMS] = st.rx_dgrams;
 	w[SRDMA_RT_EP_RX_LOCAL] = st.rx_local;
 	w[SRDMA_RT_EP_FWD_OUT] = st.fwd_out;
@@ -105,18 +107,28 @@ void srdma_rt_ep_mirror(struct srdma_context *ctx)
 	if ((seq & 1) || !atomic_compare_exchange_strong_explicit(
 				 &rt->ep_seq, &seq, seq + 1,
 				 memory_order_relaxed, memory_order_relaxed))
-		return; /* another owner thread is mirroring right now */
+		return true; /* another owner thread is mirroring right now */
 	atomic_thread_fence(memory_order_release);
-	for (i = 0; i < SRDMA_RT_EP_NCOUNTERS; i++)
+	/* Only this process writes these: reading them back is exact. */
+	for (i = 0; i < SRDMA_RT_EP_NCOUNTERS; i++) {
+		changed |= i != SRDMA_RT_EP_WAKEUPS &&
+			   atomic_load_explicit(&rt->ep[i],
+						memory_order_relaxed) != w[i];
 		atomic_store_explicit(&rt->ep[i], w[i], memory_order_relaxed);
-	for (i = 0; i < SRDMA_DROP_MAX; i++)
+	}
+	for (i = 0; i < SRDMA_DROP_MAX; i++) {
+		changed |= atomic_load_explicit(&rt->ep_drops[i],
+						memory_order_relaxed) !=
+			   st.drops[i];
 		atomic_store_explicit(&rt->ep_drops[i], st.drops[i],
 				      memory_order_relaxed);
+	}
 	atomic_store_explicit(&rt->ep_time_ns,
 			      (uint64_t)ts.tv_sec * 1000000000u +
 				      (uint64_t)ts.tv_nsec,
 			      memory_order_relaxed);
 	atomic_store_explicit(&rt->ep_seq, seq + 2, memory_order_release);
+	return changed;
 }
 
 enum srdma_rt_snap srdma_rt_ep_snapshot(struct srdma_shm_rt *rt,

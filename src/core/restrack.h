@@ -38,8 +38,16 @@ void srdma_rt_pd_del(struct srdma_context *ctx, uint32_t handle);
  * another thread of the owner is mirroring at the same moment, or when the
  * context has no endpoint.
  * Context: any thread of the owner; no lock needed, none taken.
+ * Return: true if a counter other than the progress thread's wake-ups
+ * changed since the last mirror (or the copy was skipped for a concurrent
+ * one): the progress thread then wakes once more within
+ * SRDMA_RT_SETTLE_NS, so what a polling application received inline
+ * after this copy is mirrored too.
  */
-void srdma_rt_ep_mirror(struct srdma_context *ctx);
+bool srdma_rt_ep_mirror(struct srdma_context *ctx);
+
+/* How soon the progress thread mirrors again after activity (ns). */
+#define SRDMA_RT_SETTLE_NS 100000000ull
 
 /* A consistent copy of a resource table's endpoint mirror. */
 struct srdma_rt_ep_snap {

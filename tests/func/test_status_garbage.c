@@ -18,6 +18,8 @@
  * the text says, and puts the original bytes back, so the library tears
  * the objects down normally (nothing in this process reads the entries
  * meanwhile: no traffic, no net endpoint).
+ *
+ * test_status_many_pds: more PDs than the resource table lists.
  */
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -263,10 +265,67 @@ out:
 	fu_done();
 }
 
+/* Count the PDs of the context in `srdma status --json`: "pds" and
+ * "pds_unlisted" (0 when absent) of the context row. */
+static void pd_counts(unsigned int *listed_total, unsigned int *unlisted)
+{
+	char *out, *p;
+	int rc;
+
+	out = run("--json", &rc);
+	assert_int_equal(rc, 0);
+	p = strstr(out, "\"pds\": ");
+	*listed_total = p ? (unsigned int)strtoul(p + 7, NULL, 10) : ~0u;
+	p = strstr(out, "\"pds_unlisted\": ");
+	*unlisted = p ? (unsigned int)strtoul(p + 16, NULL, 10) : 0;
+	free(out);
+}
+
+/*
+ * More PDs than the resource table lists: status counts them all, lists
+ * the first SRDMA_RT_PD_SLOTS and says how many more there are; a freed
+ * listed PD leaves its slot, a freed unlisted one leaves the count.
+ */
+static void test_status_many_pds(void **state)
+{
+	const unsigned int n = SRDMA_RT_PD_SLOTS + 4;
+	struct ibv_context *ctx = fu_open_srdma();
+	struct ibv_pd **pd = calloc(n, sizeof(*pd));
+	unsigned int i, total, unlisted;
+
+	(void)state;
+	assert_non_null(pd);
+	for (i = 0; i < n; i++) {
+		pd[i] = ibv_alloc_pd(ctx);
+		assert_non_null(pd[i]);
+	}
+	pd_counts(&total, &unlisted);
+	fu_expect(total == n && unlisted == 4,
+		  "%u PDs: status says %u, %u "
+		  "unlisted",
+		  n, total, unlisted);
+	for (i = 0; i < 10; i++) /* listed ones */
+		assert_int_equal(ibv_dealloc_pd(pd[i]), 0);
+	for (i = n - 2; i < n; i++) /* unlisted ones */
+		assert_int_equal(ibv_dealloc_pd(pd[i]), 0);
+	pd_counts(&total, &unlisted);
+	fu_expect(total == n - 12 && unlisted == 2,
+		  "after 12 deallocs: %u, %u unlisted", total, unlisted);
+	for (i = 10; i < n - 2; i++)
+		assert_int_equal(ibv_dealloc_pd(pd[i]), 0);
+	pd_counts(&total, &unlisted);
+	fu_expect(total == 0 && unlisted == 0, "after all: %u, %u unlisted",
+		  total, unlisted);
+	free(pd);
+	assert_int_equal(ibv_close_device(ctx), 0);
+	fu_done();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_garbage),
+		cmocka_unit_test(test_status_many_pds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,8 @@
  *   srq depth <max_wr> posted <n>
  *   qp <rc|uc|ud> qpn 0x<qpn> dest 0x<dest qpn> sq_psn 0x<psn> rq_psn 0x<psn>
  *   ready
+ * (net mode also says "listening", "tcp connected" and "rts" as it gets
+ * there; stdout is line-buffered, so a test sees how far it came).
  * Uses only the public verbs API, exactly as an application does.
  */
 #include <arpa/inet.h>
@@ -281,6 +283,7 @@ int main(int argc, char **argv)
 	int i, ret = 0, fd = -1;
 	char c;
 
+	setvbuf(stdout, NULL, _IOLBF, 0); /* a test reads it as it comes */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
@@ -361,6 +364,7 @@ int main(int argc, char **argv)
 		memcpy(mine.gid, my_gid.raw, 16);
 		fd = server ? tcp_connect(NULL, argv[2], true)
 			    : tcp_connect(argv[2], argv[3], false);
+		printf("tcp connected\n");
 		trade(fd, &mine, &theirs);
 		{
 			union ibv_gid g;
@@ -373,6 +377,7 @@ int main(int argc, char **argv)
 				post_recv(a, i);
 		/* Both are at RTS, the server's receives are posted. */
 		trade(fd, &mine, &theirs);
+		printf("rts\n");
 		if (server) {
 			poll_n(rcq, NET_MSGS);
 		} else {

@@ -52,7 +52,8 @@ work=$(mktemp -d /tmp/test_status_net.XXXXXX) || exit 1
 pids=()
 cleanup() {
 	local p
-	exec {in1}>&- {in2}>&- 2>/dev/null
+	[ -n "${in1:-}" ] && exec {in1}>&-
+	[ -n "${in2:-}" ] && exec {in2}>&-
 	for p in "${pids[@]}"; do
 		kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
@@ -65,7 +66,11 @@ trap 'exit 1' INT TERM HUP
 
 "$H" up 2
 rc=$?
-[ $rc -eq 0 ] || exit $rc
+[ $rc -eq 77 ] && exit 77
+if [ $rc -ne 0 ]; then
+	echo "not ok 1 - hosts.sh up 2 (exit $rc)"
+	exit 1
+fi
 addr1=$("$H" addr 1)
 gid1=$("$H" run 1 -- "$here/../net/gid_index.sh" "$SRDMA" "$addr1") ||
 	{ echo "not ok 1 - host 1 has a GID for $addr1"; exit 1; }
@@ -173,6 +178,7 @@ host_checks 1 server "$pid1" "$qpn1" "$dest1" "$sq1" "$rq1"
 host_checks 2 client "$pid2" "$qpn2" "$dest2" "$sq2" "$rq2"
 
 exec {in1}>&- {in2}>&-
+in1='' in2=''
 for p in "${pids[@]}"; do
 	wait "$p"
 	check "res_holder (job $p) released everything cleanly" test $? -eq 0

@@ -802,10 +802,13 @@ static void *progress_thread(void *arg)
 	struct epoll_event ev[4];
 	uint64_t now, next, until, reqs, fault_next = 0;
 	struct timespec ts;
-	bool timed, rx, fwd;
+	bool timed, rx, fwd, settle;
 	int n, i;
 
 	while (!atomic_load_explicit(&ep->stop, memory_order_acquire)) {
+		/* srdma status: counters as of this wake-up's work, mirrored
+		 * before sleeping again (off the receive path). */
+		settle = srdma_rt_ep_mirror(ep->ctx);
 		/* Kicks from here on write the eventfd, until we know the
 		 * deadline we sleep on. */
 		atomic_store(&ep->sleep_until, UINT64_MAX);
@@ -832,6 +835,10 @@ static void *progress_thread(void *arg)
 				next = earlier(next, fault_next);
 			next = earlier(next, until);
 		}
+		/* After a change, wake once more when quiet: the mirror then
+		 * also has what the application received inline since. */
+		if (settle)
+			next = earlier(next, now + SRDMA_RT_SETTLE_NS);
 		atomic_store(&ep->sleep_until, next ? next : UINT64_MAX);
 		timed = next != 0;
 		if (timed) {
@@ -847,7 +854,6 @@ static void *progress_thread(void *arg)
 			n = epoll_wait(ep->epfd, ev, 4, ms);
 		}
 		cnt(&ep->st.wakeups, 1);
-		srdma_rt_ep_mirror(ep->ctx);	/* srdma status, lazily */
 		rx = fwd = false;
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.fd == ep->evfd) {
