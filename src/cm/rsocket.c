@@ -75,7 +75,7 @@
 #define RS_CTRL_WRS	 8		/* send WRs beyond the slots */
 #define RS_CONN_MAGIC	 0x52534b31	/* "RSK1" */
 #define RS_WAIT_CAP_MS	 100
-#define RS_SPIN_NS	 20000
+#define RS_SPIN_NS	 50000
 #define RS_DEF_LINGER_S	 10
 #define RS_EST_TIMEOUT_MS 20000
 
@@ -813,6 +813,8 @@ static int rs_wait(struct rsock *rs, int64_t deadline_ns)
 				progress(rs);
 				return 0;
 			}
+			/* The peer we wait for may need this CPU. */
+			sched_yield();
 		}
 		if (arm(rs))
 			return 0;

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -183,7 +184,10 @@ static void setopt(int fd, int level, int name, int val, const char *what)
 /* A dual-stack UDP socket set up for RoCEv2, not yet bound. */
 static int udp_socket(void)
 {
-	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* From the kernel: an LD_PRELOADed socket() (librspreload) would make
+	 * the RoCE port an rsocket. */
+	int fd = (int)syscall(SYS_socket, AF_INET6,
+			      SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int zero = 0, one = 1;
 
 	if (fd < 0)

@@ -46,6 +46,7 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -148,7 +149,10 @@ static uint32_t if_mtu(int fd, const char *name)
 static int if_collect(struct ifaddrs *all, struct iflist *l)
 {
 	struct ifaddrs *a;
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* From the kernel: an LD_PRELOADed socket() (librspreload) would make
+	 * this an rsocket, which opens this very device. */
+	int fd = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC,
+			      0);
 	unsigned int k;
 
 	for (a = all; a; a = a->ifa_next) {
