@@ -58,6 +58,7 @@
 #include "engine/responder.h"
 #include "transport/net/net.h"
 #include "util/log.h"
+#include "util/selfcopy.h"
 
 #define KIND_MR BIT(SRDMA_KIND_MR)
 #define GRH_LEN 40u
@@ -497,18 +498,13 @@ out:
  * unmapped since they were checked: an error return, never a signal). */
 static int own_write(const void *src, const struct iovec *iov, uint32_t n)
 {
-	pid_t me = getpid();
-	uint64_t off = 0;
+	struct iovec from = { (void *)src, 0 };
 	uint32_t i;
 
-	for (i = 0; i < n; i++) {
-		struct iovec from = { (char *)src + off, iov[i].iov_len };
-
-		if (process_vm_writev(me, &from, 1, &iov[i], 1, 0) !=
-		    (ssize_t)iov[i].iov_len)
-			return -EFAULT;
-		off += iov[i].iov_len;
-	}
+	for (i = 0; i < n; i++)
+		from.iov_len += iov[i].iov_len;
+	if (srdma_self_vm_rw(&from, 1, iov, n, true) != (ssize_t)from.iov_len)
+		return -EFAULT;
 	return 0;
 }
 

@@ -23,8 +23,9 @@
  * The shared entries are writable by any process of the user, so every
  * field read from them is read once and checked before it indexes
  * anything (the receive ring, its WQE slots, the SGE count). Bytes move
- * with process_vm_writev/readv by the target's pid (ourselves too: a
- * fault is an error return, never a signal). Accesses to another
+ * with process_vm_writev/readv by the target's pid, or, when the target
+ * is ourselves, with memcpy under the fault guard of util/selfcopy.c:
+ * either way a fault is an error return, never a signal. Accesses to another
  * process's memory are marked in flight under one of our access records,
  * so a dereg there waits for them and can clear them if we die.
  *
@@ -43,6 +44,7 @@
 #include "core/qp_state.h"
 #include "engine/responder.h"
 #include "util/log.h"
+#include "util/selfcopy.h"
 
 #define KIND_MR BIT(SRDMA_KIND_MR)
 #define KIND_ANY (BIT(SRDMA_KIND_MR) | BIT(SRDMA_KIND_MW1) | BIT(SRDMA_KIND_MW2))
@@ -62,7 +64,9 @@ static int xcopy(const struct srdma_peer *p, const struct iovec *liov,
 
 	if (!len)
 		return 0;
-	if (to_peer)
+	if (p->self)
+		got = srdma_self_vm_rw(liov, n, &r, 1, to_peer);
+	else if (to_peer)
 		got = process_vm_writev(p->pid, liov, n, &r, 1, 0);
 	else
 		got = process_vm_readv(p->pid, liov, n, &r, 1, 0);

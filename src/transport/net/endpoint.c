@@ -62,6 +62,7 @@
 #include "transport/net/netfault.h"
 #include "transport/net/pcap.h"
 #include "util/log.h"
+#include "util/selfcopy.h"
 
 #define RX_BATCH 32
 #define RX_BUF 9216		/* above any RoCEv2 packet; longer: truncated */
@@ -673,10 +674,15 @@ static int drain_fwd_one(struct srdma_net_ctx *ep)
  * leaves that rare path to it, to spare a system call per poll). */
 static int drain(struct srdma_net_ctx *ep, int budget, bool fwd)
 {
-	int done = drain_udp(ep, budget), n;
+	int done, n;
 
+	/* The packets' copies into our memory: one handler check for all
+	 * (util/selfcopy.h). */
+	srdma_self_copy_batch(true);
+	done = drain_udp(ep, budget);
 	while (fwd && done < budget && (n = drain_fwd_one(ep)) > 0)
 		done += n;
+	srdma_self_copy_batch(false);
 	return done;
 }
 
@@ -922,7 +928,6 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 {
 	struct srdma_net_ctx *ep = calloc(1, sizeof(*ep));
 	struct epoll_event ev = { .events = EPOLLIN };
-	sigset_t all, old;
 	int i, ret;
 
 	if (!ep)
@@ -1017,11 +1022,9 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 			goto err_leave;
 		}
 	}
-	/* The thread takes no signal of the application's. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = -pthread_create(&ep->thread, NULL, progress_thread, ep);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* The thread takes no signal of the application's, but its own
+	 * faults (util/selfcopy.h). */
+	ret = -srdma_thread_create_nosig(&ep->thread, progress_thread, ep);
 	if (ret)
 		goto err_leave;
 	pthread_once(&eps_once, eps_init);

@@ -74,6 +74,7 @@
 #include "transport/net/gid.h"
 #include "transport/net/net.h"
 #include "util/log.h"
+#include "util/selfcopy.h"
 
 #define NR_WINDOW 128u		/* PSNs unacknowledged before we stop */
 #define NR_ACK_EVERY 64u	/* packets without AckReq at most */
@@ -351,14 +352,8 @@ static int sge_copyv(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 		ret = -EACCES;
 		goto out;
 	}
-	/* Our own pid, without a getpid() system call per message (the
-	 * context's owner: an inherited context is never used). */
-	if (to_sge)
-		got = process_vm_writev(r->nq->ctx->host.pid, liov, nl, riov,
-					n, 0);
-	else
-		got = process_vm_readv(r->nq->ctx->host.pid, liov, nl, riov,
-				       n, 0);
+	/* Our own memory: memcpy under the fault guard (util/selfcopy.c). */
+	got = srdma_self_vm_rw(liov, nl, riov, n, to_sge);
 	if (got != (ssize_t)want) {
 		srdma_dbg("QP %#x wr_id %#llx: local memory not %s",
 			  qpn(r), (unsigned long long)w->wr_id,

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * test_selfcopy.c - util/selfcopy.h: copies within our own memory behave
+ * as process_vm_writev/readv on ourselves (whole lists, in order; an
+ * unmapped, unreadable, unwritable or truncated page is -1/EFAULT, never
+ * a signal), and the fault guard behind the memcpy path never takes a
+ * signal that is not its own.
+ *
+ * The guard is installed once per process (first use), so every case runs
+ * in a forked child of its own, which checks with CHECK() and reports
+ * through its exit status: the parent never uses the guard itself.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "util/selfcopy.h"
+
+#define CHECK(c)                                                          \
+	do {                                                              \
+		if (!(c)) {                                               \
+			fprintf(stderr, "%s:%d: check failed: %s\n",      \
+				__FILE__, __LINE__, #c);                  \
+			_exit(1);                                         \
+		}                                                         \
+	} while (0)
+
+#if defined(__SANITIZE_THREAD__)
+#define GUARD_TESTABLE 0	/* TSan: the guard is off, process_vm_* only */
+#define GUARD_ON NULL
+#else
+#define GUARD_TESTABLE 1
+#define GUARD_ON "SRDMA_SELF_COPY=1"
+#endif
+
+static void run_child(void (*fn)(void), const char *env)
+{
+	int st;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		if (env)
+			putenv((char *)env);
+		alarm(20);
+		fn();
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "child: %s %d\n",
+			WIFSIGNALED(st) ? "signal" : "exit",
+			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static char *map(size_t len, int prot)
+{
+	char *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+/* Uneven lists on both sides: every byte lands in order, both ways. */
+static void lists(void)
+{
+	char src[100], dst[100];
+	struct iovec l[3] = { { src, 7 }, { src + 7, 0 }, { src + 7, 93 } };
+	struct iovec r[4] = { { dst, 50 }, { dst + 50, 1 }, { dst + 51, 49 },
+			      { NULL, 0 } };
+	int i;
+
+	for (i = 0; i < 100; i++)
+		src[i] = (char)i;
+	memset(dst, 0, sizeof(dst));
+	CHECK(srdma_self_vm_rw(l, 3, r, 4, true) == 100);
+	CHECK(!memcmp(src, dst, 100));
+	memset(src, 0, sizeof(src));
+	CHECK(srdma_self_vm_rw(l, 3, r, 4, false) == 100);
+	CHECK(!memcmp(src, dst, 100));
+	/* Lists of different totals: the shorter one's. */
+	l[2].iov_len = 13;
+	CHECK(srdma_self_vm_rw(l, 3, r, 4, true) == 20);
+	CHECK(srdma_self_vm_rw(l, 0, r, 4, true) == 0);
+}
+
+/* Each kind of bad page, several times over (a fault must not leave the
+ * signal blocked), then a good copy again. */
+static void faults(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	char *none = map(pg, PROT_NONE), *ro = map(pg, PROT_READ);
+	char *gone = map(pg, PROT_READ | PROT_WRITE), buf[64] = "x";
+	char *two = map(2 * pg, PROT_READ | PROT_WRITE);
+	struct iovec l = { buf, sizeof(buf) }, r;
+	char name[] = "/tmp/srdma-selfcopy-XXXXXX";
+	char *file;
+	int fd, i;
+
+	CHECK(!munmap(gone, pg));
+	CHECK(!mprotect(two + pg, pg, PROT_NONE));
+	fd = mkstemp(name);
+	CHECK(fd >= 0);
+	unlink(name);
+	CHECK(!ftruncate(fd, (off_t)pg));
+	file = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(file != MAP_FAILED);
+	CHECK(!ftruncate(fd, 0));	/* the page is past the end: SIGBUS */
+	for (i = 0; i < 3; i++) {
+		r = (struct iovec){ none + 8, 16 };
+		errno = 0;
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, false) == -1);
+		CHECK(errno == EFAULT);
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, true) == -1);
+		r = (struct iovec){ ro, 16 };
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, false) == 16);
+		errno = 0;
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, true) == -1);
+		CHECK(errno == EFAULT);
+		r = (struct iovec){ gone, 16 };
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, true) == -1);
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, false) == -1);
+		r = (struct iovec){ file, 16 };
+		errno = 0;
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, true) == -1);
+		CHECK(errno == EFAULT);
+		/* Partly good: the first page is fine, the fault comes
+		 * part-way. */
+		r = (struct iovec){ two + pg - 8, 16 };
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, false) == -1);
+		CHECK(srdma_self_vm_rw(&l, 1, &r, 1, true) == -1);
+	}
+	lists();
+	close(fd);
+}
+
+static void faults_guarded(void)
+{
+	CHECK(srdma_self_copy_guarded() == GUARD_TESTABLE);
+	faults();
+}
+
+static void faults_syscall(void)
+{
+	CHECK(!srdma_self_copy_guarded());
+	faults();
+}
+
+static void test_lists(void **state)
+{
+	(void)state;
+	run_child(lists, NULL);
+}
+
+static void test_faults(void **state)
+{
+	(void)state;
+	run_child(faults_guarded, GUARD_ON);
+	run_child(faults_syscall, "SRDMA_SELF_COPY=0");
+}
+
+/* ---- signals that are not ours ------------------------------------------ */
+
+static sigjmp_buf app_env;
+static volatile sig_atomic_t app_faults;
+
+static void app_handler(int sig)
+{
+	(void)sig;
+	app_faults++;
+	siglongjmp(app_env, 1);
+}
+
+/* A fault outside our copies reaches the handler installed before ours. */
+static void chains(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	volatile char *none = map(pg, PROT_NONE);
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = app_handler;
+	sigemptyset(&sa.sa_mask);
+	CHECK(!sigaction(SIGSEGV, &sa, NULL));
+	CHECK(srdma_self_copy_guarded() == GUARD_TESTABLE);
+	if (!sigsetjmp(app_env, 1))
+		(void)none[0];
+	CHECK(app_faults == 1);
+	/* And our own faults still never reach it. */
+	faults();
+	CHECK(app_faults == 1);
+}
+
+/* A handler installed after ours: our copies step aside (process_vm_*),
+ * so its owner never sees our faults; back to memcpy when ours is back. */
+static void replaced(void)
+{
+	struct sigaction sa, ours;
+
+	CHECK(srdma_self_copy_guarded() == GUARD_TESTABLE);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = app_handler;
+	sigemptyset(&sa.sa_mask);
+	CHECK(!sigaction(SIGSEGV, &sa, &ours));
+	faults();
+	CHECK(app_faults == 0);
+	CHECK(!sigaction(SIGSEGV, &ours, NULL));
+	faults();
+	CHECK(app_faults == 0);
+	/* A batch asks once, at its first copy: replaced before it, the
+	 * whole batch steps aside. */
+	CHECK(!sigaction(SIGSEGV, &sa, NULL));
+	srdma_self_copy_batch(true);
+	faults();
+	srdma_self_copy_batch(false);
+	CHECK(app_faults == 0);
+	CHECK(!sigaction(SIGSEGV, &ours, NULL));
+	srdma_self_copy_batch(true);
+	srdma_self_copy_batch(true);
+	faults();
+	srdma_self_copy_batch(false);
+	faults();
+	srdma_self_copy_batch(false);
+	CHECK(app_faults == 0);
+}
+
+/* A thread that blocks every signal, as our progress threads do for the
+ * application's: its copies still fail with EFAULT (a blocked SIGSEGV is
+ * delivered by the kernel with the default action: the process dies). */
+static void *blocked_thread(void *arg)
+{
+	(void)arg;
+	faults();
+	return NULL;
+}
+
+static void blocked(void)
+{
+	pthread_t t;
+
+	CHECK(srdma_self_copy_guarded() == GUARD_TESTABLE);
+	CHECK(!srdma_thread_create_nosig(&t, blocked_thread, NULL));
+	CHECK(!pthread_join(t, NULL));
+}
+
+static void test_blocked(void **state)
+{
+	(void)state;
+	run_child(blocked, GUARD_ON);
+}
+
+static void test_chain(void **state)
+{
+	(void)state;
+	run_child(chains, GUARD_ON);
+	run_child(replaced, GUARD_ON);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lists),
+		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_chain),
+		cmocka_unit_test(test_blocked),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
