@@ -496,8 +496,12 @@ static int create_resources(struct rsock *rs)
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_inline_data = rs->opt_inline;
 	if (rdma_create_qp(st->id, st->pd, &qa)) {
-		ret = -errno;
-		goto fail;
+		/* RDMA_INLINE beyond what the device offers: no inline. */
+		qa.cap.max_inline_data = 0;
+		if (!rs->opt_inline || rdma_create_qp(st->id, st->pd, &qa)) {
+			ret = -errno;
+			goto fail;
+		}
 	}
 	st->qp_made = true;
 	st->max_inline = qa.cap.max_inline_data;
