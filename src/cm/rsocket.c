@@ -75,7 +75,7 @@
 #define RS_CTRL_WRS	 8		/* send WRs beyond the slots */
 #define RS_CONN_MAGIC	 0x52534b31	/* "RSK1" */
 #define RS_WAIT_CAP_MS	 100
-#define RS_SPIN_NS	 20000
+#define RS_SPIN_NS	 50000
 #define RS_DEF_LINGER_S	 10
 #define RS_EST_TIMEOUT_MS 20000
 
@@ -496,8 +496,12 @@ static int create_resources(struct rsock *rs)
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_inline_data = rs->opt_inline;
 	if (rdma_create_qp(st->id, st->pd, &qa)) {
-		ret = -errno;
-		goto fail;
+		/* RDMA_INLINE beyond what the device offers: no inline. */
+		qa.cap.max_inline_data = 0;
+		if (!rs->opt_inline || rdma_create_qp(st->id, st->pd, &qa)) {
+			ret = -errno;
+			goto fail;
+		}
 	}
 	st->qp_made = true;
 	st->max_inline = qa.cap.max_inline_data;
@@ -813,6 +817,8 @@ static int rs_wait(struct rsock *rs, int64_t deadline_ns)
 				progress(rs);
 				return 0;
 			}
+			/* The peer we wait for may need this CPU. */
+			sched_yield();
 		}
 		if (arm(rs))
 			return 0;

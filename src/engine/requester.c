@@ -922,7 +922,7 @@ static struct srdma_swqe *defer_copy(const struct srdma_swqe *w)
 		d->sge_buf[0].length = (uint32_t)inl;
 		d->sge_buf[0].lkey = 0;
 		d->num_sge = 1;
-	} else {
+	} else if (w->num_sge) {	/* a zero-length WR may have no list */
 		memcpy(d->sge_buf, w->sge, w->num_sge * sizeof(struct ibv_sge));
 	}
 	return d;

@@ -96,9 +96,19 @@ wait_listen() {
 	return 1
 }
 
+# The server is started as a direct child (not through a shell function,
+# which would fork a subshell), so srv_pid is `timeout` itself (or
+# hosts.sh, which execs it): killing it ends the server's whole process
+# group, and a server such as rcopy's, which serves forever, never
+# outlives the test holding its port.
 run_server() {
-	in_ns "${RSOCK_SERVER_NS:-}" timeout "$budget" "$srdma" run "$@" \
-		>"$tmp/srv.log" 2>&1 &
+	if [ -n "${RSOCK_SERVER_NS:-}" ]; then
+		bash "$RSOCK_HOSTS_SH" run "$RSOCK_SERVER_NS" -- \
+			timeout "$budget" "$srdma" run "$@" \
+			>"$tmp/srv.log" 2>&1 &
+	else
+		timeout "$budget" "$srdma" run "$@" >"$tmp/srv.log" 2>&1 &
+	fi
 	srv_pid=$!
 	wait_listen
 }

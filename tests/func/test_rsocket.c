@@ -519,12 +519,20 @@ static void test_fork(void **state)
 		errno = 0;
 		ok &= rrecv(sfd, buf, 1, MSG_DONTWAIT) == -1 && errno == EBADF;
 		ok &= rclose(cfd) == 0 && rclose(sfd) == 0;
+#ifndef __SANITIZE_THREAD__
+		/* TSan's runtime cannot follow a forked child of a threaded
+		 * process that starts threads of its own (the CM's service
+		 * thread): "dup thread with used id". */
 		make_pair(&c2, &s2, 0, 0);
 		ok &= rsend(c2, "child", 5, 0) == 5;
 		ok &= rrecv(s2, buf, 5, MSG_WAITALL) == 5 &&
 		      !memcmp(buf, "child", 5);
 		rclose(c2);
 		rclose(s2);
+#else
+		(void)c2;
+		(void)s2;
+#endif
 		_exit(ok ? 0 : 1);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
