@@ -18,8 +18,13 @@
  * what an InfiniBand CM reports as REJECTED with reason 8 (invalid service
  * id), and a silent host times out as UNREACHABLE.
  *
- * rdma_resolve_route has nothing to look up (the peer's LID and QPN come
- * in the CM messages) and completes at once with one path record.
+ * On a RoCE port that source address also picks the id's GID (its entry
+ * in the port's GID table) and its interface the path MTU
+ * (srdma_cm_id_set_source); a passive id takes the address the
+ * connection arrived on. rdma_resolve_route has nothing to look up (the
+ * peer's LID, GID and QPN come in the CM messages) and completes at once
+ * with one path record built here, as the kernel builds a RoCE route:
+ * GIDs, MTU, hop limit, traffic class, flow label.
  *
  * Lifetimes: ids live in cm.ids under cm.lock. rdma_destroy_id closes the
  * socket (the peer sees DISCONNECTED or a failed handshake), drops the

@@ -28,6 +28,11 @@
  * left out of the epoll set for LISTEN_PAUSE_MS, then watched again. Once
  * fds are free, accept() simply works again.
  *
+ * Every connection's socket watches its peer (srdma_cm_sock_watch_peer):
+ * TCP keepalive and TCP_USER_TIMEOUT at srdma_cm_dead_ms(), so a peer
+ * host that goes silent (link down, host gone) ends in ETIMEDOUT within
+ * a bound instead of TCP's hours, and cma_conn.c reports it.
+ *
  * Sockets are non-blocking; the thread never blocks while holding
  * cm.lock. Messages are at most 280 bytes, so a send either fits the
  * socket buffer or the connection is broken.
