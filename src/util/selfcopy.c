@@ -38,7 +38,9 @@
  * registered MAP_SHARED file truncated under the MR) is checked every
  * 1024 copies only: a program that replaces the SIGBUS handler but not
  * the SIGSEGV one in between, and then truncates a registered file, gets
- * its own handler's verdict instead of an error completion.
+ * its own handler's verdict instead of an error completion. A handler
+ * back at the default action (whoever replaced ours let go of it) gets
+ * ours again, chaining to the default action from then on.
  *
  * Off: SRDMA_SELF_COPY=0, or a failed sigaction, or a build with
  * AddressSanitizer/ThreadSanitizer unless SRDMA_SELF_COPY=1 (their
@@ -82,6 +84,9 @@ static __thread int batch_ok __attribute__((tls_model("initial-exec")));
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct sigaction old_segv, old_bus; /* immutable after once */
 static _Atomic bool guarded;		   /* installed: set once */
+/* Reinstalled over SIG_DFL (is_ours): chain to the default action, not
+ * to old_segv/old_bus. Set once per signal, before the reinstall. */
+static _Atomic bool dfl_segv, dfl_bus;
 
 static void chain(const struct sigaction *old, int sig, siginfo_t *si,
 		  void *uc)
@@ -112,7 +117,11 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		pthread_sigmask(SIG_UNBLOCK, &s, NULL);
 		siglongjmp(f->env, 1);
 	}
-	chain(sig == SIGBUS ? &old_bus : &old_segv, sig, si, uc);
+	if (atomic_load_explicit(sig == SIGBUS ? &dfl_bus : &dfl_segv,
+				 memory_order_relaxed))
+		signal(sig, SIG_DFL);	/* return: fault again, by default */
+	else
+		chain(sig == SIGBUS ? &old_bus : &old_segv, sig, si, uc);
 }
 
 static void install(void)
@@ -127,6 +136,7 @@ static void install(void)
 	sa.sa_sigaction = on_fault;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
+	/* (handler_set() makes the same action.) */
 	if (sigaction(SIGSEGV, &sa, &old_segv)) {
 		srdma_info("no memcpy guard (SIGSEGV: %s): own memory moves with process_vm_*",
 			   strerror(errno));
@@ -147,12 +157,32 @@ bool srdma_self_copy_guarded(void)
 	return atomic_load_explicit(&guarded, memory_order_relaxed);
 }
 
+static void handler_set(int sig)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_fault;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
+/* Ours installed? Back to the default action (whoever replaced ours has
+ * let go, e.g. a test harness after its test): then ours again. */
 static bool is_ours(int sig)
 {
 	struct sigaction a;
 
-	return !sigaction(sig, NULL, &a) && (a.sa_flags & SA_SIGINFO) &&
-	       a.sa_sigaction == on_fault;
+	if (sigaction(sig, NULL, &a))
+		return false;
+	if ((a.sa_flags & SA_SIGINFO) && a.sa_sigaction == on_fault)
+		return true;
+	if (a.sa_flags & SA_SIGINFO || a.sa_handler != SIG_DFL)
+		return false;
+	atomic_store(sig == SIGBUS ? &dfl_bus : &dfl_segv, true);
+	handler_set(sig);
+	return true;
 }
 
 /* Is our handler the one installed, for this copy? */
@@ -166,6 +196,23 @@ static bool still_ours(void)
 	if (!atomic_exchange_explicit(&told, true, memory_order_relaxed))
 		srdma_info("our SIGSEGV/SIGBUS handler is not installed (the application replaced it): own memory moves with process_vm_* while it is not");
 	return false;
+}
+
+int srdma_thread_create_nosig(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	static const int faults[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+				      SIGTRAP, SIGSYS };
+	sigset_t mask, old;
+	unsigned int i;
+	int ret;
+
+	sigfillset(&mask);
+	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&mask, faults[i]);
+	pthread_sigmask(SIG_SETMASK, &mask, &old);
+	ret = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
 }
 
 void srdma_self_copy_batch(bool begin)

@@ -7,6 +7,7 @@
 #ifndef SRDMA_UTIL_SELFCOPY_H
 #define SRDMA_UTIL_SELFCOPY_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -44,6 +45,23 @@ ssize_t srdma_self_vm_rw(const struct iovec *liov, unsigned long nl,
  * Return: true if srdma_self_vm_rw() copies with memcpy under the guard.
  */
 bool srdma_self_copy_guarded(void);
+
+/**
+ * srdma_thread_create_nosig() - pthread_create() for a library thread that
+ * must take none of the application's signals.
+ * @t: the new thread's id.
+ * @fn, @arg: as for pthread_create().
+ *
+ * The thread starts with every asynchronous signal blocked, but the ones
+ * the kernel raises for a fault in the thread itself (SIGSEGV, SIGBUS,
+ * SIGILL, SIGFPE, SIGTRAP, SIGSYS) deliverable: a blocked fault signal is
+ * delivered anyway with its default action, which would kill the process
+ * instead of letting the guard above turn a fault into EFAULT.
+ *
+ * Context: any thread; the caller's mask is unchanged on return.
+ * Return: 0 or pthread_create()'s error number.
+ */
+int srdma_thread_create_nosig(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /**
  * srdma_self_copy_batch() - begin or end a batch of copies in this thread.

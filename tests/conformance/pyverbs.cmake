@@ -54,3 +54,24 @@ endforeach()
 # tests, so 340 s bounds even a run where every one of them hangs.
 srdma_pyverbs_test_with(${SRDMA_PYVERBS_RDMACM_RUNNER} test_rdmacm
 	conformance 360 test_rdmacm)
+
+# The whole suite, every module (vendor ones too), with its counts and the
+# reason for every skip sorted into vendor and other (full_suite.sh); on an
+# InfiniBand port and on a RoCE one. About 10 s each. As root they reserve
+# 2 MiB huge pages for the run, one run at a time.
+foreach(ll ib eth)
+	set(test conformance.full_suite_${ll})
+	if(ll STREQUAL eth)
+		set(opt --eth)
+	else()
+		set(opt)
+	endif()
+	add_test(NAME ${test} COMMAND bash
+		${CMAKE_CURRENT_LIST_DIR}/full_suite.sh ${CMAKE_BINARY_DIR} ${opt})
+	set_tests_properties(${test} PROPERTIES TIMEOUT 600
+		LABELS conformance SKIP_RETURN_CODE 77
+		RESOURCE_LOCK hugepages)
+	srdma_test_env(${test})
+	set_property(TEST ${test} APPEND PROPERTY
+		ENVIRONMENT SRDMA_PYVERBS_TIMEOUT=580)
+endforeach()

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -235,6 +236,31 @@ static void replaced(void)
 	CHECK(app_faults == 0);
 }
 
+/* A thread that blocks every signal, as our progress threads do for the
+ * application's: its copies still fail with EFAULT (a blocked SIGSEGV is
+ * delivered by the kernel with the default action: the process dies). */
+static void *blocked_thread(void *arg)
+{
+	(void)arg;
+	faults();
+	return NULL;
+}
+
+static void blocked(void)
+{
+	pthread_t t;
+
+	CHECK(srdma_self_copy_guarded() == GUARD_TESTABLE);
+	CHECK(!srdma_thread_create_nosig(&t, blocked_thread, NULL));
+	CHECK(!pthread_join(t, NULL));
+}
+
+static void test_blocked(void **state)
+{
+	(void)state;
+	run_child(blocked, GUARD_ON);
+}
+
 static void test_chain(void **state)
 {
 	(void)state;
@@ -248,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_lists),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_chain),
+		cmocka_unit_test(test_blocked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

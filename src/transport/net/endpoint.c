@@ -928,7 +928,6 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 {
 	struct srdma_net_ctx *ep = calloc(1, sizeof(*ep));
 	struct epoll_event ev = { .events = EPOLLIN };
-	sigset_t all, old;
 	int i, ret;
 
 	if (!ep)
@@ -1023,11 +1022,9 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 			goto err_leave;
 		}
 	}
-	/* The thread takes no signal of the application's. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = -pthread_create(&ep->thread, NULL, progress_thread, ep);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* The thread takes no signal of the application's, but its own
+	 * faults (util/selfcopy.h). */
+	ret = -srdma_thread_create_nosig(&ep->thread, progress_thread, ep);
 	if (ret)
 		goto err_leave;
 	pthread_once(&eps_once, eps_init);

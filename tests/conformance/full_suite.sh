@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# rdma-core's whole pyverbs suite (every test module of v44, vendor ones
+# included) against BUILD_DIR/lib, in one run, with its counts and the
+# reason for every skip, sorted into two groups:
+#
+#   vendor   a test of one vendor's hardware or of hardware this machine
+#            lacks: modules test_mlx5_*, test_efa*, test_cuda_*, and GPU
+#            dma-buf (a DRM render node's allocator);
+#   other    everything else: capabilities a software device could offer.
+#
+# usage: full_suite.sh BUILD_DIR [--eth]
+#   --eth  the port's link layer is Ethernet (SRDMA_LINK_LAYER=eth), so the
+#          RoCE-only tests run instead of the InfiniBand-only ones.
+#
+# As root, when the machine has no 2 MiB huge pages, 64 are reserved for
+# the run (and the count put back after it), so the huge-page tests
+# (test_odp's, test_parent_domain's) run: CTest serialises the two runs of
+# this script with a RESOURCE_LOCK on "hugepages".
+#
+# The suite runs under `srdma sysfs run` when that works (root, or a user
+# namespace), so the tests that look up the device's network interface in
+# /sys/class/infiniband see our synthesised tree. Prints
+#   rdma-core suite: ran N, passed P, skipped S (vendor V, other O), failed F
+# then each "other" skip with its reason, counted by reason. Exit: 0 if no
+# test failed or errored and some test ran; 1 otherwise (run_pyverbs.sh's
+# verdict).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -ge 1 ] || { echo "usage: $0 BUILD_DIR [--eth]" >&2; exit 2; }
+BUILD_DIR=$(cd "$1" && pwd) || exit 2
+[ "${2:-}" = --eth ] && export SRDMA_LINK_LAYER=eth
+
+SRC=${RDMA_CORE_TESTS_SRC:-/usr/share/doc/rdma-core/tests}
+mods=$(cd "$SRC" && ls test_*.py test_*.py.gz 2>/dev/null |
+	sed 's/\.gz$//; s/\.py$//' | sort -u)
+[ -n "$mods" ] || { echo "full_suite: no test modules in $SRC"; exit 1; }
+
+srdma=$BUILD_DIR/bin/srdma
+wrap=()
+if "$srdma" sysfs run -- true >/dev/null 2>&1; then
+	wrap=("$srdma" sysfs run --)
+else
+	echo "full_suite: 'srdma sysfs run' does not work here: the tests" \
+		"that need the device's net interface will skip"
+fi
+
+hp=/proc/sys/vm/nr_hugepages
+hp_old=
+if [ "$(id -u)" -eq 0 ] && [ -w "$hp" ] && [ "$(cat "$hp")" -eq 0 ]; then
+	hp_old=0
+	echo 64 >"$hp" 2>/dev/null || hp_old=
+fi
+[ -n "$hp_old" ] || [ "$(cat "$hp" 2>/dev/null || echo 0)" -gt 0 ] ||
+	echo "full_suite: no 2 MiB huge pages (root reserves them): the huge-page tests will skip"
+
+log=$(mktemp) || exit 1
+trap 'rm -f "$log"; [ -n "$hp_old" ] && echo "$hp_old" >"$hp"' EXIT
+# shellcheck disable=SC2086  # one module per word
+"${wrap[@]}" bash "$here/run_pyverbs.sh" "$BUILD_DIR" $mods 2>&1 |
+	tee "$log"
+rc=${PIPESTATUS[0]}
+
+awk '
+	/^pyverbs summary: / {
+		ran = $4 + 0; failed = $8 + 0
+	}
+	/^  SKIPPED / {
+		line = $0
+		sub(/^  SKIPPED /, "", line)
+		reason = line
+		sub(/^[^:]*: /, "", reason)
+		vendor = line ~ /(^|[. ])(tests\.)?test_(mlx5|efa|cuda)/ ||
+			 reason ~ /dmabuf is not supported by \/dev\/dri/
+		if (vendor) {
+			nv++
+		} else {
+			no++
+			other[no] = line
+			by[reason]++
+		}
+	}
+	END {
+		passed = ran - (nv + no) - failed
+		if (passed < 0)
+			passed = 0
+		printf "\nrdma-core suite: ran %d, passed %d, skipped %d (vendor %d, other %d), failed %d\n", ran, passed, nv + no, nv, no, failed
+		if (no) {
+			print "other skips, by reason:"
+			for (r in by)
+				printf "  %3d  %s\n", by[r], r
+			print "other skips:"
+			for (i = 1; i <= no; i++)
+				print "  " other[i]
+		}
+	}' "$log"
+exit "$rc"
