@@ -452,13 +452,6 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	srdma_peer_put(ctx, qp->peer);
 	qp->peer = NULL;
 	pthread_mutex_unlock(&qp->sq_lock);
-	/* Nothing completes for it any more: take its completions still
-	 * queued out of its CQs, as a NIC's provider does (mlx4, mlx5), so a
-	 * CQ shared with other QPs never returns a wr_id of a QP that is gone
-	 * (libfabric's rxm reposted such a receive on its freed endpoint). */
-	srdma_cq_clean(qp->send_cq, qp->ib.qp.qp_num);
-	if (qp->recv_cq != qp->send_cq)
-		srdma_cq_clean(qp->recv_cq, qp->ib.qp.qp_num);
 
 	pthread_mutex_lock(&ctx->lock);
 	if (!qp->srq)
