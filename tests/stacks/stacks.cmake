@@ -227,5 +227,7 @@ srdma_net_stack_test(mpi_ucx_ud_2x2 LONG BUDGET 120 CMD mpi 4
 # The server's listener is on the host's own address only because binding
 # a loopback address on a RoCE port attaches no device (cma_id.c).
 srdma_net_stack_test(fi_verbs_msg CMD fi -p verbs -e msg -c -I 100 -S 4096)
-srdma_net_stack_test(fi_rxm_rdm CMD rdm -c -I 100 -S 4096)
+# rdm is "long": libfabric's rxm crashes now and then at the end of a run,
+# on one host too (docs/design/stacks.md, "Known").
+srdma_net_stack_test(fi_rxm_rdm LONG CMD rdm -c -I 100 -S 4096)
 srdma_net_stack_test(fi_rxm_rdm_1m LONG CMD rdm -c -I 20 -S 1048576)
