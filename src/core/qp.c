@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <infiniband/srdma_parent_domain.h>
+
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
@@ -285,7 +287,8 @@ int srdma_qp_create(struct srdma_context *ctx,
 	}
 	if (SRDMA_FAULT(QP_ALLOC))
 		return -ENOMEM;
-	qp = calloc(1, sizeof(*qp));
+	/* From the parent domain's allocator, if it has one. */
+	qp = srdma_pd_obj_alloc(pd, sizeof(*qp), SRDMA_RES_TYPE_QP);
 	if (!qp)
 		return -ENOMEM;
 	pthread_mutex_init(&qp->sq_lock, NULL);
@@ -407,7 +410,7 @@ err_rq:
 err_unlock:
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&qp->sq_lock);
-	free(qp);
+	srdma_pd_obj_free(pd, qp, SRDMA_RES_TYPE_QP);
 	return ret;
 }
 
@@ -468,7 +471,7 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	pthread_cond_destroy(&qp->ib.qp.cond);
 	free(qp->bld);
 	free(qp->bld_sge);
-	free(qp);
+	srdma_pd_obj_free(qp->pd, qp, SRDMA_RES_TYPE_QP);
 	return 0;
 }
 
