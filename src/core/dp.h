@@ -169,7 +169,7 @@ struct srdma_cq {
 	uint32_t n_qp;			/* ctx->lock: QPs using it */
 	_Atomic uint32_t n_pending_qp;	/* QPs with deferred sends */
 	struct srdma_pd *pd;		/* immutable: its parent domain
-					 * (IBV_CQ_INIT_ATTR_MASK_PD), or NULL */
+					 * (IBV_CQ_INIT_ATTR_MASK_PD) or NULL */
 };
 
 /**

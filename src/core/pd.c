@@ -175,8 +175,8 @@ int srdma_pd_dealloc(struct srdma_pd *pd)
 		srdma_relaxed_flush_locked(ctx, pd, false);
 	if (atomic_load(&pd->usecnt)) {
 		pthread_mutex_unlock(&ctx->lock);
-		srdma_dbg("pd %u%s: still used by %u object(s)", pd->ibpd.handle,
-			  pd->prot ? " (parent domain)" : "",
+		srdma_dbg("pd %u%s: still used by %u object(s)",
+			  pd->ibpd.handle, pd->prot ? " (parent domain)" : "",
 			  atomic_load(&pd->usecnt));
 		return -EBUSY;
 	}

@@ -276,7 +276,7 @@ struct counting {
 	unsigned int n_bad;			/* wrong pd/align/type */
 	void *live[N_LIVE];			/* alloc gave, free not yet */
 	struct ibv_pd *pd;			/* the parent domain */
-	int mode;				/* 0 memalign, 1 default, 2 NULL */
+	int mode;			/* 0 memalign, 1 USE_DEFAULT, 2 NULL */
 };
 
 static void *counting_alloc(struct ibv_pd *pd, void *pd_context, size_t size,
@@ -583,9 +583,10 @@ static void rdma_rounds(struct ibv_mr *lmr, struct ibv_mr *rmr, uint32_t rkey,
 		fu_expect(B.buf[63] == 'a', "%s: write not landed", what);
 	memset(B.buf, 'b', 64);
 	memset(r, 0, 64);
+	if (!rkey)
+		rkey = rmr->rkey;
 	fu_expect_int(dp_post(B.qp, 2, IBV_WR_RDMA_WRITE, (uintptr_t)B.buf, 64,
-			      B.mr->lkey, (uintptr_t)r, rkey ? rkey : rmr->rkey),
-		      0, what);
+			      B.mr->lkey, (uintptr_t)r, rkey), 0, what);
 	if (dp_expect_wc(B.cq, IBV_WC_SUCCESS, &wc, what))
 		fu_expect(r[0] == 'b' && r[63] == 'b',
 			  "%s: B's write into A not landed", what);
@@ -701,7 +702,7 @@ static void test_mw_across_parent_and_pd(void **state)
 				      "type 2 bind");
 			rkey = wr.bind_mw.rkey;
 		}
-		if (dp_expect_wc(A.cq, IBV_WC_SUCCESS, &wc, "bind completion")) {
+		if (dp_expect_wc(A.cq, IBV_WC_SUCCESS, &wc, "bind")) {
 			memset(B.buf, 'w', 64);
 			memset(buf, 0, 64);
 			fu_expect_int(dp_post(B.qp, 9, IBV_WR_RDMA_WRITE,
