@@ -369,6 +369,7 @@ int srdma_cq_destroy(struct srdma_cq *cq)
 {
 	struct srdma_context *ctx = cq->ctx;
 	struct srdma_shm_cq *sh = cq->sh;
+	struct srdma_pd *pd = cq->pd;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (cq->n_qp) {
@@ -385,8 +386,6 @@ int srdma_cq_destroy(struct srdma_cq *cq)
 	srdma_shm_unlock(&sh->plock);
 	ctx->cq_by_slot[cq->slot] = NULL;
 	ctx->n_cq--;
-	if (cq->pd)
-		atomic_fetch_sub(&cq->pd->usecnt, 1);
 	srdma_arena_free(ctx, ring_off(cq), cq->ring_bytes);
 	pthread_mutex_unlock(&ctx->lock);
 	if (cq->ch)
@@ -394,7 +393,9 @@ int srdma_cq_destroy(struct srdma_cq *cq)
 	pthread_mutex_destroy(&cq->poll_lock);
 	pthread_mutex_destroy(&cq->ib.cq.mutex);
 	pthread_cond_destroy(&cq->ib.cq.cond);
-	srdma_pd_obj_free(cq->pd, cq, SRDMA_RES_TYPE_CQ);
+	srdma_pd_obj_free(pd, cq, SRDMA_RES_TYPE_CQ);
+	if (pd)
+		atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used it */
 	return 0;
 }
 

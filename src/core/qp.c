@@ -428,6 +428,7 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	const struct srdma_engine_ops *eng = srdma_engine_ops_get();
 	struct srdma_context *ctx = qp->ctx;
 	struct srdma_shm_qp *sh = qp->sh;
+	struct srdma_pd *pd = qp->pd;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (!srdma_handle_del(qp, SRDMA_OBJ_QP)) {
@@ -464,14 +465,14 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	qp->recv_cq->n_qp--;
 	if (qp->srq)
 		qp->srq->n_qp--;
-	atomic_fetch_sub(&qp->pd->usecnt, 1);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->ib.qp.mutex);
 	pthread_cond_destroy(&qp->ib.qp.cond);
 	free(qp->bld);
 	free(qp->bld_sge);
-	srdma_pd_obj_free(qp->pd, qp, SRDMA_RES_TYPE_QP);
+	srdma_pd_obj_free(pd, qp, SRDMA_RES_TYPE_QP);
+	atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used @pd */
 	return 0;
 }
 

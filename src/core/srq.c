@@ -112,6 +112,7 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 {
 	struct srdma_context *ctx = srq->ctx;
 	struct srdma_shm_srq *sh = srq->sh;
+	struct srdma_pd *pd = srq->pd;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (srq->n_qp) {
@@ -128,11 +129,11 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 	ctx->srq_by_slot[srq->slot] = NULL;
 	srdma_rq_fini(ctx, &sh->rq);
 	ctx->n_srq--;
-	atomic_fetch_sub(&srq->pd->usecnt, 1);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&srq->ibsrq.mutex);
 	pthread_cond_destroy(&srq->ibsrq.cond);
-	srdma_pd_obj_free(srq->pd, srq, SRDMA_RES_TYPE_SRQ);
+	srdma_pd_obj_free(pd, srq, SRDMA_RES_TYPE_SRQ);
+	atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used @pd */
 	return 0;
 }
 
