@@ -16,11 +16,13 @@
  * on the parent domain with the documented resource types, alignment, PD
  * and pd_context; free gets back exactly the pointers alloc gave;
  * IBV_ALLOCATOR_USE_DEFAULT and a failing alloc behave as the man page
- * says. Last, RDMA between an MR on a parent domain and a QP on its
- * protection PD, and the other way round, windows included (CTest runs
- * this file over the host and, as net.func.test_parent_domain, the net
- * transport).
+ * says; threads may create on one parent domain at once. Last, RDMA
+ * between an MR on a parent domain and a QP on its protection PD, and
+ * the other way round, windows included (CTest runs this file over the
+ * host and, as net.func.test_parent_domain, the net transport).
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include <infiniband/srdma_parent_domain.h>
@@ -517,6 +519,88 @@ static void test_allocator_failure(void **state)
 	fu_done();
 }
 
+/* Threads creating and destroying SRQs on one parent domain at once: the
+ * allocator's bookkeeping is shared (and run under TSan). */
+#define N_THREADS 4
+#define N_ROUNDS  64
+
+static _Atomic unsigned int mt_alloc, mt_free;
+
+static void *mt_alloc_fn(struct ibv_pd *pd, void *pd_context, size_t size,
+			 size_t alignment, uint64_t resource_type)
+{
+	void *p = NULL;
+
+	(void)pd;
+	(void)pd_context;
+	(void)resource_type;
+	if (posix_memalign(&p, alignment, size))
+		return NULL;
+	atomic_fetch_add(&mt_alloc, 1);
+	return p;
+}
+
+static void mt_free_fn(struct ibv_pd *pd, void *pd_context, void *ptr,
+		       uint64_t resource_type)
+{
+	(void)pd;
+	(void)pd_context;
+	(void)resource_type;
+	atomic_fetch_add(&mt_free, 1);
+	free(ptr);
+}
+
+static void *mt_worker(void *arg)
+{
+	struct ibv_pd *par = arg;
+	long bad = 0;
+	int i;
+
+	for (i = 0; i < N_ROUNDS; i++) {
+		struct ibv_srq_init_attr sa = {.attr = {.max_wr = 2}};
+		struct ibv_srq *srq = ibv_create_srq(par, &sa);
+
+		if (!srq || ibv_destroy_srq(srq))
+			bad++;
+	}
+	return (void *)bad;
+}
+
+static void test_allocator_threads(void **state)
+{
+	struct ibv_parent_domain_init_attr pa;
+	pthread_t th[N_THREADS];
+	struct ibv_pd *par;
+	long bad = 0;
+	int i;
+
+	memset(&pa, 0, sizeof(pa));
+	pa.pd = fu.pd;
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+	pa.alloc = mt_alloc_fn;
+	pa.free = mt_free_fn;
+	par = ibv_alloc_parent_domain(fu.ctx, &pa);
+	assert_non_null(par);
+	atomic_store(&mt_alloc, 0);
+	atomic_store(&mt_free, 0);
+	for (i = 0; i < N_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, mt_worker, par),
+				 0);
+	for (i = 0; i < N_THREADS; i++) {
+		void *r;
+
+		assert_int_equal(pthread_join(th[i], &r), 0);
+		bad += (long)r;
+	}
+	fu_expect(!bad, "%ld SRQ create/destroy failures", bad);
+	fu_expect(atomic_load(&mt_alloc) == N_THREADS * N_ROUNDS &&
+		  atomic_load(&mt_free) == N_THREADS * N_ROUNDS,
+		  "%u allocs %u frees, want %d each", atomic_load(&mt_alloc),
+		  atomic_load(&mt_free), N_THREADS * N_ROUNDS);
+	fu_expect_int(ibv_dealloc_pd(par), 0, "dealloc parent");
+	fu_done();
+}
+
 /* ---- traffic across a parent domain and its protection PD ------------- */
 
 static struct dp_ep A, B;
@@ -796,6 +880,7 @@ int main(void)
 		FU_TEST(test_allocator_called_per_object),
 		FU_TEST(test_allocator_use_default),
 		FU_TEST(test_allocator_failure),
+		FU_TEST(test_allocator_threads),
 		PAIR_TEST(test_rdma_qp_on_parent_mr_on_pd),
 		PAIR_TEST(test_rdma_qp_on_pd_mr_on_parent),
 		PAIR_TEST(test_mw_across_parent_and_pd),
