@@ -18,8 +18,8 @@
  * IBV_ALLOCATOR_USE_DEFAULT and a failing alloc behave as the man page
  * says; threads may create on one parent domain at once. Last, RDMA
  * between an MR on a parent domain and a QP on its protection PD, and
- * the other way round, windows included (CTest runs this file over the
- * host and, as net.func.test_parent_domain, the net transport).
+ * the other way round, windows and SRQs included (CTest runs this file
+ * over the host and, as net.func.test_parent_domain, the net transport).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -810,6 +810,61 @@ static void test_mw_across_parent_and_pd(void **state)
 	fu_done();
 }
 
+/* SENDs into an SRQ on B's parent domain, consumed by B's QP on the PD,
+ * the receive buffer's MR on the PD. */
+static void test_send_to_srq_on_parent(void **state)
+{
+	struct ibv_pd *par = alloc_parent(B.ctx, B.pd, NULL);
+	struct ibv_srq_init_attr sa;
+	struct ibv_qp_init_attr ia;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge s;
+	struct ibv_srq *srq;
+	struct ibv_wc wc;
+	struct dp_conn k = {.access = DP_REMOTE_ACCESS};
+
+	assert_non_null(par);
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 4;
+	sa.attr.max_sge = 1;
+	srq = ibv_create_srq(par, &sa);
+	assert_non_null(srq);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ia.recv_cq = B.cq;
+	ia.srq = srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_send_sge = 1;
+	B.qp = ibv_create_qp(B.pd, &ia);
+	assert_non_null(B.qp);
+	A.qp = rc_qp_on(&A, A.pd);
+	dp_connect(&A, B.qp->qp_num, B.lid, &k);
+	dp_connect(&B, A.qp->qp_num, A.lid, &k);
+	s.addr = (uintptr_t)B.buf;
+	s.length = 64;
+	s.lkey = B.mr->lkey;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = 11;
+	rwr.sg_list = &s;
+	rwr.num_sge = 1;
+	fu_expect_int(ibv_post_srq_recv(srq, &rwr, &rbad), 0, "post_srq_recv");
+	memset(B.buf, 0, 64);
+	memset(A.buf, 's', 64);
+	fu_expect_int(dp_post(A.qp, 12, IBV_WR_SEND, (uintptr_t)A.buf, 64,
+			      A.mr->lkey, 0, 0), 0, "send");
+	dp_expect_wc(A.cq, IBV_WC_SUCCESS, &wc, "send completion");
+	if (dp_expect_wc(B.cq, IBV_WC_SUCCESS, &wc, "SRQ receive"))
+		fu_expect(wc.wr_id == 11 && B.buf[0] == 's' &&
+			  B.buf[63] == 's', "SRQ receive: wr_id %llu",
+			  (unsigned long long)wc.wr_id);
+	fu_expect_int(ibv_dealloc_pd(par), EBUSY, "dealloc parent with SRQ");
+	assert_int_equal(ibv_destroy_qp(B.qp), 0);
+	B.qp = NULL;
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	fu_expect_int(ibv_dealloc_pd(par), 0, "dealloc parent");
+	fu_done();
+}
+
 /* UD: QP and AH on the parent domain, MR on the PD. */
 static void test_ud_on_parent(void **state)
 {
@@ -884,6 +939,7 @@ int main(void)
 		PAIR_TEST(test_rdma_qp_on_parent_mr_on_pd),
 		PAIR_TEST(test_rdma_qp_on_pd_mr_on_parent),
 		PAIR_TEST(test_mw_across_parent_and_pd),
+		PAIR_TEST(test_send_to_srq_on_parent),
 		PAIR_TEST(test_ud_on_parent),
 	};
 
