@@ -44,36 +44,6 @@ struct srdma_pd *srdma_pd_lookup(struct ibv_pd *ibpd)
 	return container_of(ibpd, struct srdma_pd, ibpd);
 }
 
-/* Give @pd a number and publish it. Takes ctx->lock. */
-static int pd_publish(struct srdma_context *ctx, struct srdma_pd *pd)
-{
-	int ret;
-
-	pthread_mutex_lock(&ctx->lock);
-	if (ctx->n_pd >= SRDMA_MAX_PD) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	if (pd->prot) {
-		pd->ibpd.handle = pd->prot->ibpd.handle;
-	} else {
-		pd->ibpd.handle = ctx->next_pd_handle++;
-		if (!ctx->next_pd_handle)
-			ctx->next_pd_handle = 1;	/* 0 is never a PD */
-	}
-	ret = srdma_handle_add(pd, SRDMA_OBJ_PD);
-	if (ret)
-		goto out;
-	if (pd->prot)
-		atomic_fetch_add(&pd->prot->usecnt, 1);
-	if (pd->td)
-		atomic_fetch_add(&pd->td->usecnt, 1);
-	ctx->n_pd++;
-out:
-	pthread_mutex_unlock(&ctx->lock);
-	return ret;
-}
-
 int srdma_pd_alloc(struct srdma_context *ctx, struct srdma_pd **out)
 {
 	struct srdma_pd *pd;
@@ -86,12 +56,73 @@ int srdma_pd_alloc(struct srdma_context *ctx, struct srdma_pd **out)
 		return -ENOMEM;
 	pd->ctx = ctx;
 	pd->ibpd.context = &ctx->vctx.context;
-	ret = pd_publish(ctx, pd);
-	if (ret) {
-		free(pd);
-		return ret;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->n_pd >= SRDMA_MAX_PD) {
+		ret = -ENOMEM;
+		goto err_unlock;
 	}
+	pd->ibpd.handle = ctx->next_pd_handle++;
+	if (!ctx->next_pd_handle)
+		ctx->next_pd_handle = 1;	/* 0 is never a PD */
+	ret = srdma_handle_add(pd, SRDMA_OBJ_PD);
+	if (ret)
+		goto err_unlock;
+	ctx->n_pd++;
+	pthread_mutex_unlock(&ctx->lock);
 	*out = pd;
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&ctx->lock);
+	free(pd);
+	return ret;
+}
+
+/* srdma_pd_dealloc() of a parent domain: drops its uses of PD and TD. */
+static int parent_dealloc(struct srdma_pd *pd)
+{
+	struct srdma_context *ctx = pd->ctx;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (pd->n_pending)
+		srdma_relaxed_flush_locked(ctx, pd, false);
+	if (atomic_load(&pd->usecnt)) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_dbg("parent domain %p: still used by %u object(s)",
+			  (void *)&pd->ibpd, atomic_load(&pd->usecnt));
+		return -EBUSY;
+	}
+	srdma_handle_del(pd, SRDMA_OBJ_PD);
+	atomic_fetch_sub(&pd->prot->usecnt, 1);
+	if (pd->td)
+		atomic_fetch_sub(&pd->td->usecnt, 1);
+	ctx->n_pd--;
+	pthread_mutex_unlock(&ctx->lock);
+	free(pd->custom);
+	free(pd);
+	return 0;
+}
+
+int srdma_pd_dealloc(struct srdma_pd *pd)
+{
+	struct srdma_context *ctx = pd->ctx;
+
+	if (pd->prot)
+		return parent_dealloc(pd);
+	pthread_mutex_lock(&ctx->lock);
+	if (pd->n_pending)
+		srdma_relaxed_flush_locked(ctx, pd, false);
+	if (atomic_load(&pd->usecnt)) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_dbg("pd %u: still used by %u object(s)", pd->ibpd.handle,
+			  atomic_load(&pd->usecnt));
+		return -EBUSY;
+	}
+	srdma_handle_del(pd, SRDMA_OBJ_PD);
+	ctx->n_pd--;
+	pthread_mutex_unlock(&ctx->lock);
+	free(pd);
 	return 0;
 }
 
@@ -146,6 +177,7 @@ int srdma_parent_domain_alloc(struct srdma_context *ctx,
 		return -ENOMEM;
 	pd->ctx = ctx;
 	pd->ibpd.context = &ctx->vctx.context;
+	pd->ibpd.handle = prot->ibpd.handle;	/* the PD's number */
 	pd->prot = prot;
 	pd->td = td;
 	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
@@ -154,42 +186,29 @@ int srdma_parent_domain_alloc(struct srdma_context *ctx,
 	}
 	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
 		pd->pd_context = attr->pd_context;
-	/* The protection PD and TD were looked up without ctx->lock: a
-	 * racing dealloc of either is the application's use after free,
-	 * as on hardware; publish re-checks neither. */
-	ret = pd_publish(ctx, pd);
-	if (ret) {
-		free(pd);
-		return ret;
+
+	/* The PD and TD were looked up without ctx->lock: a racing dealloc
+	 * of either is the application's use after free, as on hardware. */
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->n_pd >= SRDMA_MAX_PD) {
+		ret = -ENOMEM;
+		goto err_unlock;
 	}
+	ret = srdma_handle_add(pd, SRDMA_OBJ_PD);
+	if (ret)
+		goto err_unlock;
+	atomic_fetch_add(&prot->usecnt, 1);
+	if (td)
+		atomic_fetch_add(&td->usecnt, 1);
+	ctx->n_pd++;
+	pthread_mutex_unlock(&ctx->lock);
 	*out = pd;
 	return 0;
-}
 
-int srdma_pd_dealloc(struct srdma_pd *pd)
-{
-	struct srdma_context *ctx = pd->ctx;
-
-	pthread_mutex_lock(&ctx->lock);
-	if (pd->n_pending)
-		srdma_relaxed_flush_locked(ctx, pd, false);
-	if (atomic_load(&pd->usecnt)) {
-		pthread_mutex_unlock(&ctx->lock);
-		srdma_dbg("pd %u%s: still used by %u object(s)",
-			  pd->ibpd.handle, pd->prot ? " (parent domain)" : "",
-			  atomic_load(&pd->usecnt));
-		return -EBUSY;
-	}
-	srdma_handle_del(pd, SRDMA_OBJ_PD);
-	if (pd->prot)
-		atomic_fetch_sub(&pd->prot->usecnt, 1);
-	if (pd->td)
-		atomic_fetch_sub(&pd->td->usecnt, 1);
-	ctx->n_pd--;
+err_unlock:
 	pthread_mutex_unlock(&ctx->lock);
-	free(pd->custom);
 	free(pd);
-	return 0;
+	return ret;
 }
 
 /* ---- custom allocators ------------------------------------------------ */
