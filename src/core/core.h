@@ -45,8 +45,8 @@ enum srdma_obj_type {
 	SRDMA_OBJ_CQ,
 	SRDMA_OBJ_QP,
 	SRDMA_OBJ_SRQ,
+	SRDMA_OBJ_TD,	/* process-local values: the order is free */
 	SRDMA_OBJ_AH,
-	SRDMA_OBJ_TD,
 };
 
 /**
