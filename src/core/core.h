@@ -45,6 +45,7 @@ enum srdma_obj_type {
 	SRDMA_OBJ_CQ,
 	SRDMA_OBJ_QP,
 	SRDMA_OBJ_SRQ,
+	SRDMA_OBJ_TD,	/* process-local values: the order is free */
 	SRDMA_OBJ_AH,
 	SRDMA_OBJ_DM,
 };
@@ -242,16 +243,80 @@ int srdma_async_get(struct srdma_context *ctx, struct ibv_async_event *ev);
 void srdma_async_init(struct srdma_context *ctx);
 
 /* ---- PD ---------------------------------------------------------------- */
+typedef void *(*srdma_pd_alloc_fn)(struct ibv_pd *pd, void *pd_context,
+				   size_t size, size_t alignment,
+				   uint64_t resource_type);
+typedef void (*srdma_pd_free_fn)(struct ibv_pd *pd, void *pd_context,
+				 void *ptr, uint64_t resource_type);
+
+/*
+ * A PD, or a parent domain (docs/design/parent-domain.md): then @prot is
+ * the protection PD it holds one use of, and ibpd.handle is @prot's number,
+ * so key and QP checks, which compare PD numbers, treat the two alike.
+ */
 struct srdma_pd {
 	struct ibv_pd ibpd;		/* immutable after publish */
 	struct srdma_context *ctx;	/* immutable */
 	_Atomic uint32_t usecnt;	/* atomic: MRs, MWs, QPs, ... */
 	uint32_t n_pending;		/* ctx->lock: relaxed MRs of this PD
 					 * awaiting invalidation */
+	/* parent domain only; all immutable (NULL on a plain PD): */
+	struct srdma_pd *prot;		/* its protection domain */
+	struct srdma_td *td;		/* its thread domain, or NULL */
+	srdma_pd_alloc_fn alloc;	/* custom allocator, or NULL */
+	srdma_pd_free_fn free;
+	void *pd_context;
+	void **custom;			/* ctx->lock: live buffers alloc gave */
+	uint32_t n_custom, cap_custom;	/* ctx->lock */
+};
+
+/* A thread domain: a hint only (docs/design/parent-domain.md). */
+struct srdma_td {
+	struct ibv_td ibtd;		/* immutable after publish */
+	struct srdma_context *ctx;	/* immutable */
+	_Atomic uint32_t usecnt;	/* atomic: parent domains using it */
+	struct srdma_td *pool_next;	/* pd.c's pool lock: freed TDs */
 };
 
 int srdma_pd_alloc(struct srdma_context *ctx, struct srdma_pd **out);
-/* Return: 0, -EINVAL (not a PD), -EBUSY (objects still use it). */
+/**
+ * srdma_parent_domain_alloc() - ibv_alloc_parent_domain(3): validate
+ * @attr (EINVAL: no or not a plain PD of @ctx, a TD of another context,
+ * unknown comp_mask bits, ALLOCATORS without both functions), then build a
+ * parent domain holding one use of the PD and of the TD.
+ * Return: 0 or -errno. Context: any thread; takes ctx->lock.
+ */
+int srdma_parent_domain_alloc(struct srdma_context *ctx,
+			      const struct ibv_parent_domain_init_attr *attr,
+			      struct srdma_pd **out);
+/**
+ * srdma_td_alloc() - ibv_alloc_td(3). Return: 0, -EINVAL (comp_mask bits
+ * set: none is defined), -ENOMEM. Context: any thread.
+ */
+int srdma_td_alloc(struct srdma_context *ctx,
+		   const struct ibv_td_init_attr *attr, struct srdma_td **out);
+/**
+ * srdma_td_dealloc() - ibv_dealloc_td(3). Return: 0, -EINVAL (not a live
+ * TD of ours), -EBUSY (a parent domain still uses it).
+ */
+int srdma_td_dealloc(struct ibv_td *ibtd);
+/**
+ * srdma_pd_obj_alloc() - zeroed private memory of @size for an object of
+ * @type (SRDMA_RES_TYPE_*) created on @pd: from @pd's custom allocator
+ * when it is a parent domain with one (and it does not answer
+ * IBV_ALLOCATOR_USE_DEFAULT), else from calloc. @pd may be NULL.
+ * Return: the memory, or NULL (out of memory, or alloc returned NULL).
+ * Context: any thread, no lock of ours held (alloc may call verbs).
+ */
+void *srdma_pd_obj_alloc(struct srdma_pd *pd, size_t size, uint64_t type);
+/**
+ * srdma_pd_obj_free() - give back what srdma_pd_obj_alloc(@pd, .., @type)
+ * returned: to @pd's free() if its alloc() gave it, else to free().
+ * Context: any thread, no lock of ours held.
+ */
+void srdma_pd_obj_free(struct srdma_pd *pd, void *p, uint64_t type);
+/* Return: 0, -EINVAL (not a PD), -EBUSY (objects still use it; a parent
+ * domain uses it). Deallocates parent domains too. */
 int srdma_pd_dealloc(struct srdma_pd *pd);
 /* Resolve a public PD pointer; NULL if it is not a live PD of ours. */
 struct srdma_pd *srdma_pd_lookup(struct ibv_pd *ibpd);

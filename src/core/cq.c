@@ -29,6 +29,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <infiniband/srdma_parent_domain.h>
+
 #include "core/core.h"
 #include "core/dp.h"
 #include "util/fault.h"
@@ -235,6 +237,7 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 		    struct srdma_cq **out)
 {
 	struct srdma_chan *ch = NULL;
+	struct srdma_pd *pd = NULL;
 	struct srdma_shm_cq *sh;
 	struct srdma_cq *cq;
 	uint32_t size, slot, i;
@@ -265,11 +268,21 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 			return -EINVAL;
 		}
 	}
+	if (a->parent_domain) {
+		pd = srdma_pd_lookup(a->parent_domain);
+		if (!pd || pd->ctx != ctx || !pd->prot) {
+			srdma_dbg("create CQ: %p is not a parent domain of "
+				  "this context", (void *)a->parent_domain);
+			return -EINVAL;
+		}
+	}
 	if (SRDMA_FAULT(CQ_ALLOC))
 		return -ENOMEM;
-	cq = calloc(1, sizeof(*cq));
+	/* From the parent domain's allocator, if it has one. */
+	cq = srdma_pd_obj_alloc(pd, sizeof(*cq), SRDMA_RES_TYPE_CQ);
 	if (!cq)
 		return -ENOMEM;
+	cq->pd = pd;
 	size = srdma_roundup_pow2(a->cqe < 2 ? 2 : a->cqe);
 	pthread_mutex_init(&cq->poll_lock, NULL);
 	cq->ctx = ctx;
@@ -339,6 +352,8 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 	ctx->cq_by_slot[slot] = cq;
 	ctx->next_cq = slot + 1;
 	ctx->n_cq++;
+	if (pd)
+		atomic_fetch_add(&pd->usecnt, 1);
 	/* Published: producers may post from now on. */
 	atomic_store_explicit(&sh->state, SRDMA_OBJ_LIVE, memory_order_release);
 	pthread_mutex_unlock(&ctx->lock);
@@ -351,7 +366,7 @@ err_arena:
 err_unlock:
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&cq->poll_lock);
-	free(cq);
+	srdma_pd_obj_free(pd, cq, SRDMA_RES_TYPE_CQ);
 	return ret;
 }
 
@@ -359,6 +374,7 @@ int srdma_cq_destroy(struct srdma_cq *cq)
 {
 	struct srdma_context *ctx = cq->ctx;
 	struct srdma_shm_cq *sh = cq->sh;
+	struct srdma_pd *pd = cq->pd;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (cq->n_qp) {
@@ -382,7 +398,9 @@ int srdma_cq_destroy(struct srdma_cq *cq)
 	pthread_mutex_destroy(&cq->poll_lock);
 	pthread_mutex_destroy(&cq->ib.cq.mutex);
 	pthread_cond_destroy(&cq->ib.cq.cond);
-	free(cq);
+	srdma_pd_obj_free(pd, cq, SRDMA_RES_TYPE_CQ);
+	if (pd)
+		atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used it */
 	return 0;
 }
 

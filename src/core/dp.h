@@ -168,6 +168,8 @@ struct srdma_cq {
 	struct srdma_shm_cqe cur;	/* poll_lock: cq_ex current entry */
 	uint32_t n_qp;			/* ctx->lock: QPs using it */
 	_Atomic uint32_t n_pending_qp;	/* QPs with deferred sends */
+	struct srdma_pd *pd;		/* immutable: its parent domain
+					 * (IBV_CQ_INIT_ATTR_MASK_PD) or NULL */
 };
 
 /**
@@ -318,6 +320,7 @@ struct srdma_cq_args {
 	uint32_t comp_vector;
 	uint64_t wc_flags;
 	bool is_ex;
+	struct ibv_pd *parent_domain;	/* IBV_CQ_INIT_ATTR_MASK_PD, or NULL */
 };
 int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 		    struct srdma_cq **out);

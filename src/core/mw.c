@@ -237,7 +237,7 @@ int srdma_mw_bind_exec(struct srdma_context *ctx, struct srdma_pd *qpd,
 		why = "key index is not the window's";
 	else if (type2 && SRDMA_KEY_GET(e, state) == SRDMA_KEY_VALID)
 		why = "type 2 window already bound (o10-37.2.30)";
-	else if (mw->pd != qpd)
+	else if (mw->pd->ibpd.handle != qpd->ibpd.handle)
 		why = "QP and window in different PDs (C10-72)";
 	else if (type2 && (!b->mr || unbind))
 		why = "type 2 bind without MR or length (o10-37.2.40)";
@@ -251,7 +251,7 @@ int srdma_mw_bind_exec(struct srdma_context *ctx, struct srdma_pd *qpd,
 			if (!srdma_key_snapshot(&ctx->kt.ent[mr->slot], &ms) ||
 			    ms.state != SRDMA_KEY_VALID)
 				why = "MR invalid";
-			else if (mr->pd != mw->pd)
+			else if (mr->pd->ibpd.handle != mw->pd->ibpd.handle)
 				why = "MR and window in different PDs";
 			else if (mr->flags & SRDMA_MRF_ZERO_BASED)
 				why = "MR is zero based";

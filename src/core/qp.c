@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <infiniband/srdma_parent_domain.h>
+
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
@@ -287,7 +289,8 @@ int srdma_qp_create(struct srdma_context *ctx,
 	}
 	if (SRDMA_FAULT(QP_ALLOC))
 		return -ENOMEM;
-	qp = calloc(1, sizeof(*qp));
+	/* From the parent domain's allocator, if it has one. */
+	qp = srdma_pd_obj_alloc(pd, sizeof(*qp), SRDMA_RES_TYPE_QP);
 	if (!qp)
 		return -ENOMEM;
 	pthread_mutex_init(&qp->sq_lock, NULL);
@@ -412,7 +415,7 @@ err_rq:
 err_unlock:
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&qp->sq_lock);
-	free(qp);
+	srdma_pd_obj_free(pd, qp, SRDMA_RES_TYPE_QP);
 	return ret;
 }
 
@@ -430,6 +433,7 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	const struct srdma_engine_ops *eng = srdma_engine_ops_get();
 	struct srdma_context *ctx = qp->ctx;
 	struct srdma_shm_qp *sh = qp->sh;
+	struct srdma_pd *pd = qp->pd;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (!srdma_handle_del(qp, SRDMA_OBJ_QP)) {
@@ -468,14 +472,14 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	qp->recv_cq->n_qp--;
 	if (qp->srq)
 		qp->srq->n_qp--;
-	atomic_fetch_sub(&qp->pd->usecnt, 1);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->ib.qp.mutex);
 	pthread_cond_destroy(&qp->ib.qp.cond);
 	free(qp->bld);
 	free(qp->bld_sge);
-	free(qp);
+	srdma_pd_obj_free(pd, qp, SRDMA_RES_TYPE_QP);
+	atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used @pd */
 	return 0;
 }
 

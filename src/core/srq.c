@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <infiniband/srdma_parent_domain.h>
+
 #include "core/core.h"
 #include "core/dp.h"
 #include "util/fault.h"
@@ -46,7 +48,8 @@ int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
 	}
 	if (SRDMA_FAULT(SRQ_ALLOC))
 		return -ENOMEM;
-	srq = calloc(1, sizeof(*srq));
+	/* From the parent domain's allocator, if it has one. */
+	srq = srdma_pd_obj_alloc(pd, sizeof(*srq), SRDMA_RES_TYPE_SRQ);
 	if (!srq)
 		return -ENOMEM;
 	srq->ctx = ctx;
@@ -101,7 +104,7 @@ int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
 
 err_unlock:
 	pthread_mutex_unlock(&ctx->lock);
-	free(srq);
+	srdma_pd_obj_free(pd, srq, SRDMA_RES_TYPE_SRQ);
 	return ret;
 }
 
@@ -109,6 +112,7 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 {
 	struct srdma_context *ctx = srq->ctx;
 	struct srdma_shm_srq *sh = srq->sh;
+	struct srdma_pd *pd = srq->pd;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (srq->n_qp) {
@@ -125,11 +129,11 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 	ctx->srq_by_slot[srq->slot] = NULL;
 	srdma_rq_fini(ctx, &sh->rq);
 	ctx->n_srq--;
-	atomic_fetch_sub(&srq->pd->usecnt, 1);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&srq->ibsrq.mutex);
 	pthread_cond_destroy(&srq->ibsrq.cond);
-	free(srq);
+	srdma_pd_obj_free(pd, srq, SRDMA_RES_TYPE_SRQ);
+	atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used @pd */
 	return 0;
 }
 

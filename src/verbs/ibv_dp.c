@@ -135,7 +135,8 @@ static struct ibv_cq_ex *op_create_cq_ex(struct ibv_context *context,
 
 	if (!ctx || !attr)
 		return null_errno(-EINVAL);
-	if ((attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	if ((attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					    IBV_CQ_INIT_ATTR_MASK_PD)) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
 	    (attr->wc_flags & ~ok_flags)) {
@@ -146,12 +147,17 @@ static struct ibv_cq_ex *op_create_cq_ex(struct ibv_context *context,
 			  (unsigned long long)ok_flags);
 		return null_errno(-EOPNOTSUPP);
 	}
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    !attr->parent_domain)
+		return null_errno(-EINVAL);	/* must name a parent domain */
 	a.cqe = attr->cqe;
 	a.cq_context = attr->cq_context;
 	a.channel = attr->channel;
 	a.comp_vector = attr->comp_vector;
 	a.wc_flags = attr->wc_flags;
 	a.is_ex = true;
+	a.parent_domain = attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD ?
+			  attr->parent_domain : NULL;
 	ret = srdma_cq_create(ctx, &a, &cq);
 	if (ret)
 		return null_errno(ret);

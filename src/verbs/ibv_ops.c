@@ -172,6 +172,7 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	ops->alloc_mw = op_alloc_mw;
 	ops->dealloc_mw = op_dealloc_mw;
 	srdma_verbs_set_dp_ops(ctx);
+	srdma_verbs_set_pd_ops(ctx);
 
 	v->query_port = op_query_port;
 	v->query_device_ex = op_query_device_ex;

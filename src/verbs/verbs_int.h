@@ -22,6 +22,8 @@ void srdma_verbs_cqex_init(struct srdma_cq *cq);
 
 /* The data-path ops of ibv_dp.c. */
 void srdma_verbs_set_dp_ops(struct srdma_context *ctx);
+/* The thread and parent domain ops of ibv_pd.c. */
+void srdma_verbs_set_pd_ops(struct srdma_context *ctx);
 
 /* Device memory ops (ibv_dm.c). */
 void srdma_verbs_set_dm_ops(struct srdma_context *ctx);

@@ -47,6 +47,8 @@ foreach(mod test_qp test_cq test_cqex test_cq_events test_mr test_atomic
 	    test_odp test_qpex)
 	srdma_pyverbs_test(${mod} conformance 900 ${mod})
 endforeach()
+# Parent domains with custom allocators (docs/design/parent-domain.md).
+srdma_pyverbs_test(test_parent_domain conformance 300 test_parent_domain)
 # librdmacm (issue 4). Without a net interface for the device every test
 # skips: run_rdmacm.sh gives srdma0 the interface lo (127.0.0.1) in a private
 # mount and network namespace. It needs root, and exits 77 (skip) without.

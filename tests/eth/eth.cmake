@@ -53,6 +53,8 @@ foreach(mod test_qp test_cq test_cqex test_cq_events test_mr test_atomic
 	srdma_pyverbs_test(eth.${mod} eth 900 ${mod})
 	srdma_eth_test(conformance.eth.${mod})
 endforeach()
+srdma_pyverbs_test(eth.test_parent_domain eth 300 test_parent_domain)
+srdma_eth_test(conformance.eth.test_parent_domain)
 srdma_pyverbs_test_with(${SRDMA_PYVERBS_RDMACM_RUNNER} eth.test_rdmacm
 	eth 360 test_rdmacm)
 srdma_eth_test(conformance.eth.test_rdmacm)

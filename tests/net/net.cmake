@@ -170,6 +170,12 @@ foreach(t test_dp_rc test_dp_xproc test_dp_async test_rnr_many
 		COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_${t}>)
 	srdma_net_props(net.func.${t} 300)
 endforeach()
+# Parent domains (docs/design/parent-domain.md): keys across a parent
+# domain and its PD, checked by the requester and responder of the wire.
+add_test(NAME net.func.test_parent_domain
+	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh
+		$<TARGET_FILE:func_test_parent_domain>)
+srdma_net_props(net.func.test_parent_domain 300)
 
 # Hostile datagrams to a server's port 4791 while ibv_rc_pingpong -c runs
 # (net_flood.sh): the transfer completes, drops are counted by cause.
