@@ -5,11 +5,13 @@
 # CTest: unit, functional, ABI, real clients and rdma-core's own suite.
 # Benchmarks (label "bench"), long conformance runs (label
 # "conformance-full", none today), soak runs (label "soak") and the
-# slower variants of a test (label "long") are excluded; run them with
-#   ctest --test-dir build -L bench   (or -L conformance-full, -L soak, -L long)
+# slower variants of a test (label "long") and tests of a known, unfixed
+# bug that fail now and then (label "flaky") are excluded; run them with
+#   ctest --test-dir build -L bench   (or -L conformance-full, -L soak, -L long,
+#   -L flaky)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DSRDMA_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
-exec ctest --test-dir build -LE 'bench|conformance-full|soak|long' \
+exec ctest --test-dir build -LE 'bench|conformance-full|soak|long|flaky' \
 	--output-on-failure -j2 --timeout 600
