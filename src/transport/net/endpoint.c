@@ -148,11 +148,13 @@ struct srdma_net_ctx {
 	struct srdma_net_ctx *all_next;	/* eps_lock */
 };
 
-uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
+/* The test hooks are atomic: tests set them while progress threads run. */
+uint64_t (*_Atomic srdma_net_timer_hook)(struct srdma_net_qp *nq,
+					 uint64_t now);
 _Atomic int srdma_net_gso_refuse;
-void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
-			     const struct srdma_pkt *pkt,
-			     const struct srdma_wire_path *from);
+void (*_Atomic srdma_net_input_hook)(struct srdma_net_qp *nq,
+				     const struct srdma_pkt *pkt,
+				     const struct srdma_wire_path *from);
 
 /* Every live endpoint of the process, for the atfork child handler. */
 static pthread_mutex_t eps_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -346,6 +348,8 @@ static bool is_response(uint8_t opcode)
 static void deliver(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 		    const struct srdma_wire_path *from)
 {
+	void (*in)(struct srdma_net_qp *, const struct srdma_pkt *,
+		   const struct srdma_wire_path *);
 	struct srdma_net_qp *nq;
 	struct srdma_pkt pkt;
 	enum srdma_drop d;
@@ -383,8 +387,9 @@ static void deliver(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 		cnt(&nq->st->rx_pkts, 1);
 		cnt(&nq->st->rx_bytes, len);
 	}
-	if (srdma_net_input_hook)
-		srdma_net_input_hook(nq, &pkt, from);
+	in = srdma_net_input_hook;
+	if (in)
+		in(nq, &pkt, from);
 	else if (is_response(pkt.opcode))
 		srdma_netreq_input(nq, &pkt, from);
 	else
@@ -733,10 +738,12 @@ static uint64_t run_timers(struct srdma_net_ctx *ep, uint64_t now,
 		nq = due[i];
 		d = atomic_load_explicit(&nq->deadline_ns,
 					 memory_order_acquire);
-		if (d && d <= now)
-			d = srdma_net_timer_hook ?
-				srdma_net_timer_hook(nq, now) :
-				srdma_netreq_timer(nq, now);
+		if (d && d <= now) {
+			uint64_t (*th)(struct srdma_net_qp *, uint64_t) =
+				srdma_net_timer_hook;
+
+			d = th ? th(nq, now) : srdma_netreq_timer(nq, now);
+		}
 		reqn = earlier(reqn, d);
 		ackn = earlier(ackn, srdma_netresp_ack_timer(nq, now));
 		qp_unpin(nq);
@@ -1548,15 +1555,17 @@ void srdma_net_poll_end(struct srdma_context *ctx)
 		srdma_dbg("eventfd: %s", strerror(errno));
 }
 
-bool (*srdma_net_app_waits_hook)(struct srdma_context *ctx);
+bool (*_Atomic srdma_net_app_waits_hook)(struct srdma_context *ctx);
 
 bool srdma_net_app_waits(struct srdma_context *ctx)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
 	uint64_t t;
 
-	if (srdma_net_app_waits_hook)
-		return srdma_net_app_waits_hook(ctx);
+	bool (*waits)(struct srdma_context *) = srdma_net_app_waits_hook;
+
+	if (waits)
+		return waits(ctx);
 	if (!ep)
 		return false;
 	t = atomic_load_explicit(&ep->event_ns, memory_order_relaxed);

@@ -257,12 +257,13 @@ int srdma_net_send_batch(struct srdma_context *ctx,
  * Tests only: when set, the endpoint's dispatch hands every packet that
  * passed its checks here instead of to req.c / resp.c.
  */
-extern void (*srdma_net_input_hook)(struct srdma_net_qp *nq,
-				    const struct srdma_pkt *pkt,
-				    const struct srdma_wire_path *from);
+extern void (*_Atomic srdma_net_input_hook)(struct srdma_net_qp *nq,
+					    const struct srdma_pkt *pkt,
+					    const struct srdma_wire_path *from);
 /* Tests only: when set, the timer scan calls this instead of
  * srdma_netreq_timer(). */
-extern uint64_t (*srdma_net_timer_hook)(struct srdma_net_qp *nq, uint64_t now);
+extern uint64_t (*_Atomic srdma_net_timer_hook)(struct srdma_net_qp *nq,
+						uint64_t now);
 /* Tests only: when non-zero, every UDP GSO send fails with this errno
  * before reaching the kernel, as on a kernel or path that refuses
  * UDP_SEGMENT (the endpoint then sends one datagram per packet). */
@@ -324,7 +325,7 @@ void srdma_net_poll_end(struct srdma_context *ctx);
  * answers through srdma_net_app_waits_hook (NULL: false).
  */
 bool srdma_net_app_waits(struct srdma_context *ctx);
-extern bool (*srdma_net_app_waits_hook)(struct srdma_context *ctx);
+extern bool (*_Atomic srdma_net_app_waits_hook)(struct srdma_context *ctx);
 
 /**
  * srdma_net_ack_armed() - the responder of a QP of @ctx holds an ACK
