@@ -77,7 +77,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -86,6 +85,7 @@
 #include "util/compiler.h"
 #include "util/fault.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 #ifndef AF_IB
 #define AF_IB 27
@@ -337,7 +337,7 @@ static void route_src_fill(struct rdma_addrinfo *rai)
 		return;
 	/* Straight from the kernel: an LD_PRELOADed socket() (librspreload)
 	 * must not make this probe an rsocket. */
-	fd = (int)syscall(SYS_socket, family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = srdma_socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;
 	if (connect(fd, rai->ai_dst_addr, rai->ai_dst_len) ||

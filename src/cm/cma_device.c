@@ -92,7 +92,7 @@ static int ifindex_mtu(uint32_t ifindex)
 
 	if (!ifindex || !if_indextoname(ifindex, name))
 		return 0;
-	fd = srdma_cm_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = srdma_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return 0;
 	memset(&r, 0, sizeof(r));

@@ -436,7 +436,7 @@ static int id_bind_socket(struct cm_id *id, const struct sockaddr *addr)
 		return -EAFNOSUPPORT;
 	if (port_taken(id, addr))
 		return -EADDRINUSE;
-	fd = srdma_cm_socket(addr->sa_family,
+	fd = srdma_socket(addr->sa_family,
 			     SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
@@ -541,7 +541,7 @@ static int route_source(const struct sockaddr *dst,
 	int fd, ret = 0;
 
 	*hops = 0;
-	fd = srdma_cm_socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	fd = srdma_socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, dst, sa_len(dst)) ||

@@ -35,11 +35,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+
+#include "util/sys.h"
 
 #include "cm/cma_wire.h"
 #include "util/compiler.h"
@@ -482,16 +483,5 @@ void srdma_cm_device_put(struct cm_device *dev);
  * without taking a reference (rdma_get_devices). Requires cm.lock.
  */
 int srdma_cm_device_open(void);
-
-/*
- * srdma_cm_socket() - socket(2) straight from the kernel. An LD_PRELOADed
- * socket() (Debian's librspreload.so) would turn the CM's own side-channel
- * sockets into rsockets, which call back into the CM: the CM's sockets
- * bypass any interposer.
- */
-static inline int srdma_cm_socket(int domain, int type, int protocol)
-{
-	return (int)syscall(SYS_socket, domain, type, protocol);
-}
 
 #endif

@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +39,7 @@
 
 #include "cm/rsocket_int.h"
 #include "util/log.h"
+#include "util/sys.h"
 
 #define DG_MAGIC	0x52534447	/* "RSDG" */
 #define DG_REQ		1
@@ -262,7 +262,7 @@ int srdma_rsd_create(int domain, int type)
 
 	if (!ctx)
 		return fail(ENODEV);
-	fd = (int)syscall(SYS_socket, domain,
+	fd = srdma_socket(domain,
 			  SOCK_DGRAM | SOCK_NONBLOCK | (type & SOCK_CLOEXEC),
 			  0);
 	if (fd < 0)

@@ -124,6 +124,16 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		chain(sig == SIGBUS ? &old_bus : &old_segv, sig, si, uc);
 }
 
+/* The action we install: on_fault, on the alternate stack if any, and
+ * not blocking the signal while it runs (we unwind out of it). */
+static void our_action(struct sigaction *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_sigaction = on_fault;
+	sa->sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa->sa_mask);
+}
+
 static void install(void)
 {
 	const char *e = getenv("SRDMA_SELF_COPY");
@@ -132,11 +142,7 @@ static void install(void)
 
 	if (!on)
 		return;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_fault;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
-	/* (handler_set() makes the same action.) */
+	our_action(&sa);
 	if (sigaction(SIGSEGV, &sa, &old_segv)) {
 		srdma_info("no memcpy guard (SIGSEGV: %s): own memory moves with process_vm_*",
 			   strerror(errno));
@@ -161,10 +167,7 @@ static void handler_set(int sig)
 {
 	struct sigaction sa;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_fault;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
-	sigemptyset(&sa.sa_mask);
+	our_action(&sa);
 	sigaction(sig, &sa, NULL);
 }
 
