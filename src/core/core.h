@@ -48,6 +48,7 @@ enum srdma_obj_type {
 	SRDMA_OBJ_TD,	/* process-local values: the order is free */
 	SRDMA_OBJ_AH,
 	SRDMA_OBJ_DM,
+	SRDMA_OBJ_XRCD,
 };
 
 /**

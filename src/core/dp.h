@@ -223,6 +223,9 @@ struct srdma_srq {
 	uint32_t max_wr, max_sge;	/* immutable: as granted */
 	uint32_t n_qp;			/* ctx->lock */
 	uint32_t srq_limit;		/* ctx->lock: last armed limit */
+	/* XRC SRQ (core/xrc.h), else NULL: */
+	struct srdma_xrcd *xrcd;	/* immutable */
+	struct srdma_cq *xrc_cq;	/* immutable: where its CQEs go */
 };
 
 /* ---- AH -------------------------------------------------------------------- */
@@ -254,6 +257,7 @@ struct srdma_swqe {
 	uint64_t first_try_ns;		/* RNR bookkeeping */
 	uint64_t lost_ns;		/* target unreachable since (RC) */
 	uint32_t rnr_tries;
+	uint32_t xrc_srqn;		/* XRC_SEND: the remote SRQ number */
 	bool is_inline;
 	struct ibv_sge *sge;		/* points into sge_buf or the WR */
 	struct ibv_sge sge_buf[];	/* deferred copies (+ inline bytes) */
@@ -293,6 +297,18 @@ struct srdma_qp {
 	int bld_err;
 	_Atomic uint32_t busy;		/* pinned by a progress sweep */
 	struct srdma_qp *prog_next;	/* ctx->lock: ctx->prog_list */
+	/* XRC (core/xrc.h, docs/design/xrc.md) */
+	struct srdma_xrcd *xrcd;	/* immutable: XRC_RECV's domain */
+	/* A handle from ibv_open_qp: @open_of is the TGT QP it names when
+	 * that QP is ours (@sh is then its entry), NULL when another
+	 * context owns it (@sh is in @open_peer's segment). Immutable. */
+	bool opened;
+	struct srdma_qp *open_of;
+	struct srdma_peer *open_peer;
+	uint32_t n_open;		/* ctx->lock: live handles opened on us */
+	bool zombie;			/* ctx->lock: destroyed by its creator
+					 * while opened: freed with the last
+					 * opened handle */
 };
 
 static inline struct srdma_qp *to_sqp(struct ibv_qp *qp)

@@ -199,7 +199,10 @@ static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
 		if (!p || srdma_peer_gone(qp->ctx, p))
 			return false;
 	}
-	return !srdma_resp_target(qp->ctx, p, qpn, qp->type, t);
+	/* XRC: an INI QP talks to a TGT QP. */
+	return !srdma_resp_target(qp->ctx, p, qpn,
+				  qp->type == IBV_QPT_XRC_SEND ?
+					  IBV_QPT_XRC_RECV : qp->type, t);
 }
 
 /* RC/UC: the connected peer QP, which must be connected back to us. */
@@ -222,7 +225,8 @@ static bool resolve_connected(struct srdma_qp *qp, struct srdma_target *t)
  */
 static enum ibv_wc_status peer_gone_status(const struct srdma_qp *qp)
 {
-	return qp->type == IBV_QPT_RC ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ?
+		       IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
 }
 
 /* A failed copy: whose fault? */
@@ -719,11 +723,19 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		goto done;
 	}
 	if (!resolve_connected(qp, &t)) {
-		if (qp->type != IBV_QPT_RC)
+		if (qp->type == IBV_QPT_UC)
 			goto done;	/* UC: lost on the wire */
 		r = unanswered(qp, w, &o);
 		if (r == EXEC_RNR)
 			return r;
+		goto done;
+	}
+	/* XRC: the XRCETH's SRQ, in the TGT QP's domain, receives, and its
+	 * PD guards the keys (NAK Remote Access Error otherwise). */
+	if (qp->type == IBV_QPT_XRC_SEND &&
+	    srdma_resp_xrc_bind(&t, w->xrc_srqn)) {
+		o.req_status = IBV_WC_REM_ACCESS_ERR;
+		srdma_resp_qp_error(&t, IBV_EVENT_QP_ACCESS_ERR);
 		goto done;
 	}
 	switch (w->opcode) {
@@ -758,6 +770,7 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		 * request goes unanswered (the kernel is asked at most once
 		 * a millisecond, only on this retry path). */
 		if (srdma_peer_gone(qp->ctx, t.p)) {
+			srdma_resp_xrc_unbind(&t);
 			r = unanswered(qp, w, &o);
 			if (r == EXEC_RNR)
 				return r;
@@ -766,13 +779,16 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		if (!w->first_try_ns)
 			w->first_try_ns = now;
 		if (qp->attr.rnr_retry == 7 ||
-		    now - w->first_try_ns <= tmo * (qp->attr.rnr_retry + 1ull))
+		    now - w->first_try_ns <= tmo * (qp->attr.rnr_retry + 1ull)) {
+			srdma_resp_xrc_unbind(&t);
 			return EXEC_RNR;
+		}
 		o.req_status = IBV_WC_RNR_RETRY_EXC_ERR;
 		r = EXEC_DONE;
 	}
 	if (o.resp_error)
 		srdma_resp_qp_error(&t, o.resp_event);
+	srdma_resp_xrc_unbind(&t);
 done:
 	srdma_comp_req(qp, w->wr_id, w->opcode, signaled, o.req_status,
 		       o.byte_len);
@@ -783,6 +799,8 @@ done:
 
 static bool opcode_ok(enum ibv_qp_type type, uint32_t op)
 {
+	if (type == IBV_QPT_XRC_RECV)
+		return false;	/* a TGT QP has no send queue */
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -792,12 +810,13 @@ static bool opcode_ok(enum ibv_qp_type type, uint32_t op)
 	case IBV_WR_LOCAL_INV:
 	case IBV_WR_BIND_MW:
 	case IBV_WR_SEND_WITH_INV:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC;
+		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
+		       type == IBV_QPT_XRC_SEND;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_ATOMIC_WRITE:
-		return type == IBV_QPT_RC;
+		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
 	default:
 		return false;
 	}
@@ -823,6 +842,8 @@ static int convert(struct srdma_qp *qp, struct ibv_send_wr *wr,
 	w->send_flags = wr->send_flags;
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->sge = wr->sg_list;
+	if (qp->type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
 	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 	    wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {

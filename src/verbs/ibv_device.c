@@ -157,6 +157,8 @@ void srdma_fill_device_attr(struct srdma_context *ctx,
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_N_NOTIFY_CQ;
+	/* XRC (docs/design/xrc.md): domains, SRQs, INI and TGT QPs. */
+	a->device_cap_flags |= IBV_DEVICE_XRC;
 	a->max_sge = SRDMA_MAX_SGE;
 	a->max_sge_rd = SRDMA_MAX_SGE;
 	a->max_cq = SRDMA_SEG_CQ_SLOTS;

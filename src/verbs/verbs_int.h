@@ -25,6 +25,10 @@ void srdma_verbs_set_dp_ops(struct srdma_context *ctx);
 /* The thread and parent domain ops of ibv_pd.c. */
 void srdma_verbs_set_pd_ops(struct srdma_context *ctx);
 
+/* XRC ops: open/close_xrcd, create_srq_ex, get_srq_num, open_qp
+ * (ibv_xrc.c). */
+void srdma_verbs_set_xrc_ops(struct srdma_context *ctx);
+
 /* Device memory ops (ibv_dm.c). */
 void srdma_verbs_set_dm_ops(struct srdma_context *ctx);
 /**
