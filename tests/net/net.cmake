@@ -296,3 +296,9 @@ add_test(NAME net.ranks
 	COMMAND bash ${SRDMA_NET_DIR}/net_ranks.sh $<TARGET_FILE:srdma>
 		$<TARGET_FILE:net_ranks> 4)
 srdma_net_props(net.ranks 300)
+
+# XRC (docs/design/xrc.md): ibv_xsrq_pingpong across two hosts, polling
+# and with events, and with 3 clients of one server (XRC SRQs shared by
+# the TGT QPs of one domain).
+srdma_net_pair(net.xsrq_pingpong xsrq ibv_xsrq_pingpong -n 50)
+srdma_net_pair(net.xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 50 -e)
