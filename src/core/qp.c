@@ -653,6 +653,13 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 
 	if (!attr)
 		return -EINVAL;
+	/* As the kernel's uverbs: attributes of the half an XRC QP does not
+	 * have are ignored, not refused (perftest -c XRC passes RC's). */
+	if (qp->type == IBV_QPT_XRC_SEND)
+		mask &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	else if (qp->type == IBV_QPT_XRC_RECV)
+		mask &= ~(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY);
 	if (qp->opened) {
 		if (qp->open_of)
 			return srdma_qp_modify(qp->open_of, attr, mask);

@@ -302,3 +302,10 @@ srdma_net_props(net.ranks 300)
 # the TGT QPs of one domain).
 srdma_net_pair(net.xsrq_pingpong xsrq ibv_xsrq_pingpong -n 50)
 srdma_net_pair(net.xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 50 -e)
+# perftest -c XRC across two hosts.
+srdma_net_pair(net.ib_send_bw_xrc bw ib_send_bw -d srdma0 -c XRC -n 500)
+srdma_net_pair(net.ib_write_bw_xrc bw ib_write_bw -d srdma0 -c XRC -n 500)
+srdma_net_pair(net.ib_read_lat_xrc lat ib_read_lat -d srdma0 -c XRC -n 300)
+srdma_net_pair(net.ib_atomic_bw_xrc bw ib_atomic_bw -d srdma0 -c XRC -n 500)
+srdma_net_pair(net.ib_send_lat_xrc_events lat
+	ib_send_lat -d srdma0 -c XRC -n 300 -e)
