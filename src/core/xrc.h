@@ -36,6 +36,7 @@ struct srdma_xrcd {
 					 * domain's file in the state directory
 					 * (-1: private) */
 	_Atomic uint32_t usecnt;	/* atomic: XRC SRQs and TGT QPs */
+	struct srdma_xrcd *pool_next;	/* xrcd.c's pool lock: closed ones */
 };
 
 /**

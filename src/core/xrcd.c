@@ -33,6 +33,41 @@
 /* Private domains: host-unique as (LID << 32) | this counter. */
 static _Atomic uint32_t private_seq;
 
+/*
+ * Closed domains are kept for reuse, never freed: ibv_close_xrcd() is an
+ * inline of verbs.h that reads xrcd->context before it calls us, so a
+ * second close of the same pointer must find readable memory (then
+ * EINVAL) rather than crash. The pool holds at most as many domains as
+ * were ever open at once.
+ */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct srdma_xrcd *pool;		/* pool_lock */
+
+static struct srdma_xrcd *xrcd_get(void)
+{
+	struct srdma_xrcd *x;
+
+	pthread_mutex_lock(&pool_lock);
+	x = pool;
+	if (x)
+		pool = x->pool_next;
+	pthread_mutex_unlock(&pool_lock);
+	if (x) {
+		memset(x, 0, sizeof(*x));
+		return x;
+	}
+	return calloc(1, sizeof(*x));
+}
+
+/* Back to the pool; ibxrcd.context stays as it was (see above). */
+static void xrcd_put(struct srdma_xrcd *x)
+{
+	pthread_mutex_lock(&pool_lock);
+	x->pool_next = pool;
+	pool = x;
+	pthread_mutex_unlock(&pool_lock);
+}
+
 /* Open (creating) the domain file of inode @st in the state directory. */
 static int domain_file(struct srdma_context *ctx, const struct stat *st)
 {
@@ -111,7 +146,7 @@ int srdma_xrcd_open(struct srdma_context *ctx, struct ibv_xrcd_init_attr *a,
 			  a->oflags);
 		return -EINVAL;
 	}
-	x = calloc(1, sizeof(*x));
+	x = xrcd_get();
 	if (!x)
 		return -ENOMEM;
 	x->ctx = ctx;
@@ -150,7 +185,7 @@ err_close:
 	if (fd >= 0)
 		close(fd);
 err_free:
-	free(x);
+	xrcd_put(x);
 	return ret;
 }
 
@@ -183,6 +218,7 @@ int srdma_xrcd_close(struct ibv_xrcd *ibxrcd)
 	pthread_mutex_unlock(&ctx->lock);
 	if (x->lock_fd >= 0)
 		close(x->lock_fd);	/* drops our hold on the domain */
-	free(x);
+	x->lock_fd = -1;
+	xrcd_put(x);
 	return 0;
 }

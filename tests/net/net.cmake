@@ -165,7 +165,7 @@ srdma_net_props(net.wire 180)
 # packets were seen on the host's loopback.
 foreach(t test_dp_rc test_dp_xproc test_dp_async test_rnr_many
 	test_peer_death test_key_guess test_dp_async_many test_dp_status
-	test_net_passive test_dm test_cq_ts test_atomic_write)
+	test_net_passive test_dm test_cq_ts test_atomic_write test_xrc)
 	add_test(NAME net.func.${t}
 		COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_${t}>)
 	srdma_net_props(net.func.${t} 300)
