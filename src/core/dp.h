@@ -150,6 +150,7 @@ struct srdma_chan {
 /* ---- CQ ------------------------------------------------------------------ */
 struct srdma_qp;
 struct srdma_net_qp;
+struct srdma_shm_tm;
 
 struct srdma_cq {
 	union {
@@ -223,6 +224,12 @@ struct srdma_srq {
 	uint32_t max_wr, max_sge;	/* immutable: as granted */
 	uint32_t n_qp;			/* ctx->lock */
 	uint32_t srq_limit;		/* ctx->lock: last armed limit */
+	/* IBV_SRQT_TM (core/srq_tm.c): the tag list in the ring arena and
+	 * the CQ of its completions; immutable after create, NULL/0 for
+	 * other SRQs. */
+	struct srdma_shm_tm *tm;
+	uint64_t tm_off, tm_bytes;
+	struct srdma_cq *tm_cq;
 };
 
 /* ---- AH -------------------------------------------------------------------- */

@@ -21,6 +21,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/srq_tm.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -128,6 +129,7 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 	srdma_shm_unlock(&sh->rq.rlock);
 	ctx->srq_by_slot[srq->slot] = NULL;
 	srdma_rq_fini(ctx, &sh->rq);
+	srdma_srq_tm_fini(srq);		/* a TM SRQ's tag list (srq_tm.c) */
 	ctx->n_srq--;
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&srq->ibsrq.mutex);

@@ -95,6 +95,7 @@ static int op_query_device_ex(struct ibv_context *context,
 	if (!srdma_link_is_eth())
 		a.device_cap_flags_ex |= SRDMA_DEVICE_ATOMIC_WRITE;
 	a.max_dm_size = SRDMA_MAX_DM_SIZE;	/* core/dm.h */
+	srdma_verbs_fill_tm_caps(&a.tm_caps);	/* ibv_tm.c */
 	/* Completion timestamps (core/clock.c): a 64-bit 1 GHz counter. */
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = SRDMA_HCA_CORE_CLOCK_KHZ;
@@ -152,7 +153,9 @@ static struct ibv_xrcd *op_open_xrcd(struct ibv_context *context,
 static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
 					struct ibv_srq_init_attr_ex *attr)
 {
-	(void)context;
+	if (attr && (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type == IBV_SRQT_TM)
+		return srdma_verbs_create_srq_tm(context, attr);	/* ibv_tm.c */
 	srdma_dbg("create_srq_ex: srq_type %d, comp_mask %#x not supported "
 		  "(basic SRQs only: no XRC or tag-matching SRQs)",
 		  attr ? (int)attr->srq_type : -1, attr ? attr->comp_mask : 0);
@@ -181,4 +184,5 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	v->open_xrcd = op_open_xrcd;
 	v->create_srq_ex = op_create_srq_ex;
 	srdma_verbs_set_dm_ops(ctx);
+	srdma_verbs_set_tm_ops(ctx);
 }
