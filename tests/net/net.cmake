@@ -296,3 +296,9 @@ add_test(NAME net.ranks
 	COMMAND bash ${SRDMA_NET_DIR}/net_ranks.sh $<TARGET_FILE:srdma>
 		$<TARGET_FILE:net_ranks> 4)
 srdma_net_props(net.ranks 300)
+
+# Tag-matching SRQs (docs/design/tag-matching.md) over the wire: the
+# matching runs in the receiving context's progress thread.
+add_test(NAME net.func.test_tm
+	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_test_tm>)
+srdma_net_props(net.func.test_tm 300)
