@@ -23,14 +23,18 @@
  *    (net.func.test_tm) a matched rendezvous is left to the application:
  *    IBV_WC_TM_RNDV_INCOMPLETE with the message in the tag's buffer;
  *  - an eager message larger than its tag's buffer: IBV_WC_LOC_LEN_ERR on
- *    the tag's completion, IBV_WC_REM_INV_REQ_ERR at the sender.
+ *    the tag's completion, IBV_WC_REM_INV_REQ_ERR at the sender;
+ *  - a sender in another process (the host transport's target stays
+ *    passive: the sender's thread matches against the list in the
+ *    receiver's segment): an eager match, an unexpected message and a
+ *    rendezvous read from the sender's memory, with its FIN.
  */
 #include <endian.h>
 #include <strings.h>
 
 #include <infiniband/tm_types.h>
 
-#include "dp_util.h"
+#include "xproc_util.h"
 
 #define NTAGS 8
 #define RBUF_OFF 2048		/* receiver: tag buffers from here */
@@ -672,6 +676,155 @@ static void test_tm_len_err(void **state)
 	fu_done();
 }
 
+/* ---- a sender in another process ---------------------------------------- */
+
+struct xp_hello {
+	uint32_t qpn;
+	uint16_t lid;
+};
+
+static void xp_sender(int fd)
+{
+	struct dp_conn k = {.access = DP_REMOTE_ACCESS};
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct xp_hello me, peer;
+	struct ibv_sge sg;
+	struct ibv_recv_wr rw, *rbad;
+	struct ibv_send_wr sw, *sbad;
+	struct ibv_tmh h = {0}, fin;
+	struct ibv_rvh v;
+	struct ibv_wc wc;
+	char *buf;
+	int i;
+
+	XCHK(!xp_open_pd_cq(&ctx, &pd, &cq, 64));
+	buf = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	XCHK(buf != MAP_FAILED);
+	mr = ibv_reg_mr(pd, buf, 8192, DP_ALL_ACCESS);
+	XCHK(mr);
+	qp = xp_qp_create(pd, cq, NULL, IBV_QPT_RC, 8, 1, 1);
+	XCHK(qp);
+	XCHK(!xp_port_lid(ctx, &me.lid));
+	me.qpn = qp->qp_num;
+	XCHK(!xsend(fd, &me, sizeof(me)) && !xrecv(fd, &peer, sizeof(peer)));
+	XCHK(!dp_qp_connect(qp, peer.qpn, peer.lid, &k));
+	/* The FIN's receive. */
+	sg = (struct ibv_sge){(uintptr_t)buf + 4096, 64, mr->lkey};
+	memset(&rw, 0, sizeof(rw));
+	rw.wr_id = 0xf1;
+	rw.sg_list = &sg;
+	rw.num_sge = 1;
+	XCHK(!ibv_post_recv(qp, &rw, &rbad));
+	XCHK(xrecv_byte(fd) == 'g');
+	/* Eager tag 1, unexpected tag 2, rendezvous tag 3 (200 bytes at
+	 * buf + 1024). */
+	for (i = 0; i < 3; i++) {
+		memset(buf, 'a' + i, 64);
+		h.opcode = i == 2 ? IBV_TMH_RNDV : IBV_TMH_EAGER;
+		h.app_ctx = htobe32(0x100 + i);
+		h.tag = htobe64(1 + i);
+		memcpy(buf, &h, sizeof(h));
+		if (i == 2) {
+			memset(buf + 1024, 'R', 200);
+			v.va = htobe64((uintptr_t)buf + 1024);
+			v.rkey = htobe32(mr->rkey);
+			v.len = htobe32(200);
+			memcpy(buf + sizeof(h), &v, sizeof(v));
+		}
+		sg = (struct ibv_sge){(uintptr_t)buf, 64, mr->lkey};
+		memset(&sw, 0, sizeof(sw));
+		sw.wr_id = i;
+		sw.opcode = IBV_WR_SEND;
+		sw.sg_list = &sg;
+		sw.num_sge = 1;
+		XCHK(!ibv_post_send(qp, &sw, &sbad));
+		XCHK(dp_poll(cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS &&
+		     wc.opcode == IBV_WC_SEND);
+	}
+	XCHK(dp_poll(cq, &wc, 2000) && wc.status == IBV_WC_SUCCESS &&
+	     wc.opcode == IBV_WC_RECV && wc.wr_id == 0xf1);
+	memcpy(&fin, buf + 4096, sizeof(fin));
+	XCHK(fin.opcode == IBV_TMH_FIN && be64toh(fin.tag) == 3 &&
+	     be32toh(fin.app_ctx) == 0x102);
+	XCHK(!xsend_byte(fd, 'd'));
+	XCHK(xrecv_byte(fd) == 'q');
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	xp_close_pd_cq(ctx, pd, cq);
+}
+
+static void test_tm_xproc(void **state)
+{
+	struct dp_conn k = {.access = DP_REMOTE_ACCESS};
+	struct ibv_qp_init_attr ia;
+	struct xp_hello me, peer;
+	struct tm_pair p;
+	struct tmwc w;
+	int fd, st;
+	pid_t pid;
+
+	if (on_wire()) {	/* the child's context would be on the wire */
+		fu_done();
+		return;
+	}
+	/* The receiver of tm_open() without its local sender. */
+	memset(&p, 0, sizeof(p));
+	dp_ep_open(&p.r, false);
+	p.cqx = tm_cq_create(p.r.ctx);
+	assert_non_null(p.cqx);
+	p.srq = tm_srq_create(p.r.ctx, p.r.pd, ibv_cq_ex_to_cq(p.cqx),
+			      TM_MASK, NTAGS, 16);
+	assert_non_null(p.srq);
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ibv_cq_ex_to_cq(p.cqx);
+	ia.recv_cq = ibv_cq_ex_to_cq(p.cqx);
+	ia.srq = p.srq;
+	ia.qp_type = IBV_QPT_RC;
+	p.r.qp = ibv_create_qp(p.r.pd, &ia);
+	assert_non_null(p.r.qp);
+	tm_add(&p, 0xa1, 1, ~0ull, 0, 0);
+	tm_add(&p, 0xa3, 3, ~0ull, 1, 0);
+	tm_srq_recv(&p, 0xb0);
+	pid = xp_spawn(&fd, xp_sender, 30);
+	me.qpn = p.r.qp->qp_num;
+	me.lid = p.r.lid;
+	assert_int_equal(xrecv(fd, &peer, sizeof(peer)), 0);
+	assert_int_equal(xsend(fd, &me, sizeof(me)), 0);
+	dp_connect(&p.r, peer.qpn, peer.lid, &k);
+	/* Passive from here until the child is done. */
+	assert_int_equal(xsend_byte(fd, 'g'), 0);
+	fu_expect(xrecv_byte(fd) == 'd', "child did not finish");
+	if (tm_expect_wc(&p, 0xa1, IBV_WC_SUCCESS, IBV_WC_TM_RECV,
+			 IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID, "xproc eager",
+			 &w))
+		fu_expect(w.tag == 1 && w.priv == 0x100 && w.byte_len == 48,
+			  "tag %#" PRIx64 " priv %#x len %u", w.tag, w.priv,
+			  w.byte_len);
+	fu_expect(p.r.buf[RBUF_OFF] == 'a', "eager payload");
+	tm_expect(&p, 0xb0, IBV_WC_SUCCESS, IBV_WC_TM_RECV, 0,
+		  "xproc unexpected");
+	fu_expect(p.r.buf[16] == 'b', "unexpected payload");
+	tm_expect(&p, 0xa3, IBV_WC_SUCCESS, IBV_WC_TM_RECV, IBV_WC_TM_MATCH,
+		  "xproc rndv matched");
+	tm_expect(&p, 0xa3, IBV_WC_SUCCESS, IBV_WC_TM_RECV,
+		  IBV_WC_TM_DATA_VALID, "xproc rndv data");
+	fu_expect(p.r.buf[RBUF_OFF + 256] == 'R' &&
+			  p.r.buf[RBUF_OFF + 256 + 199] == 'R',
+		  "rendezvous data from the other process");
+	xsend_byte(fd, 'q');
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	fu_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x",
+		  st);
+	close(fd);
+	tm_close(&p);
+	fu_done();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -679,6 +832,7 @@ int main(void)
 		FU_TEST(test_tm_ops_errors), FU_TEST(test_tm_eager),
 		FU_TEST(test_tm_no_tag), FU_TEST(test_tm_phase),
 		FU_TEST(test_tm_rndv),	 FU_TEST(test_tm_len_err),
+		FU_TEST(test_tm_xproc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
