@@ -508,6 +508,23 @@ static void test_tm_eager(void **state)
 			  w.byte_len, w.tag);
 	fu_expect(p.r.buf[0] == IBV_TMH_EAGER && p.r.buf[16] == 'u',
 		  "unexpected message lands whole");
+	/* A message of several packets (path MTU 1024), to a tag added
+	 * once the application has handled that unexpected message. */
+	tm_sync(&p, 1);
+	assert_int_equal(tm_op(&p, IBV_WR_TAG_ADD, IBV_OPS_SIGNALED, 0xa9, 0x99,
+			       ~0ull, RBUF_OFF, 4096, NULL),
+			 0);
+	tm_expect(&p, 0xa9, IBV_WC_SUCCESS, IBV_WC_TM_ADD, 0, "big ADD");
+	memset(p.r.buf + RBUF_OFF, 0, 4096);
+	tm_send(&p, IBV_TMH_EAGER, 0, 0x99, 16 + 3000, 'm', IBV_WC_SUCCESS);
+	if (tm_expect_wc(&p, 0xa9, IBV_WC_SUCCESS, IBV_WC_TM_RECV,
+			 IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID, "3000 bytes",
+			 &w))
+		fu_expect(w.byte_len == 3000, "byte_len %u", w.byte_len);
+	fu_expect(p.r.buf[RBUF_OFF] == 'm' &&
+			  p.r.buf[RBUF_OFF + 2999] == 'm' &&
+			  p.r.buf[RBUF_OFF + 3000] == 0,
+		  "3000 bytes at the start of the tag's buffer");
 	tm_close(&p);
 	fu_done();
 }
