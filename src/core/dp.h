@@ -150,6 +150,7 @@ struct srdma_chan {
 /* ---- CQ ------------------------------------------------------------------ */
 struct srdma_qp;
 struct srdma_net_qp;
+struct srdma_shm_tm;
 
 struct srdma_cq {
 	union {
@@ -226,6 +227,12 @@ struct srdma_srq {
 	/* XRC SRQ (core/xrc.h), else NULL: */
 	struct srdma_xrcd *xrcd;	/* immutable */
 	struct srdma_cq *xrc_cq;	/* immutable: where its CQEs go */
+	/* IBV_SRQT_TM (core/srq_tm.c): the tag list in the ring arena and
+	 * the CQ of its completions; immutable after create, NULL/0 for
+	 * other SRQs. */
+	struct srdma_shm_tm *tm;
+	uint64_t tm_off, tm_bytes;
+	struct srdma_cq *tm_cq;
 };
 
 /* ---- AH -------------------------------------------------------------------- */

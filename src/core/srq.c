@@ -22,6 +22,7 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/xrc.h"
+#include "core/srq_tm.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -186,6 +187,7 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 	srdma_shm_unlock(&sh->rq.rlock);
 	ctx->srq_by_slot[srq->slot] = NULL;
 	srdma_rq_fini(ctx, &sh->rq);
+	srdma_srq_tm_fini(srq);		/* a TM SRQ's tag list (srq_tm.c) */
 	ctx->n_srq--;
 	if (srq->xrcd) {
 		srq->xrc_cq->n_qp--;

@@ -56,6 +56,7 @@
 #include "engine/engine.h"
 #include "engine/progress.h"
 #include "engine/responder.h"
+#include "engine/tm.h"
 #include "transport/net/net.h"
 #include "util/log.h"
 #include "util/selfcopy.h"
@@ -75,6 +76,11 @@ struct outcome {
 	bool resp_error;		/* move the target QP to ERR */
 	uint32_t resp_event;		/* async event for the target, or 0 */
 	uint32_t byte_len;		/* our WC byte_len */
+	/* A rendezvous a TM SRQ matched, to read once our completion is
+	 * posted (engine/tm.c): storage the caller provides, and whether
+	 * it was filled. */
+	struct srdma_rwqe *rndv;
+	bool rndv_pending;
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -286,7 +292,9 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	o->byte_len = (uint32_t)lb.len;
 	if (ud && lb.len > 4096)	/* beyond the MTU: "sent", dropped */
 		goto out;
-	if (srdma_resp_rq_begin(t, &h)) {
+	/* The message's first bytes: a TM SRQ matches its TM header. */
+	if (srdma_resp_rq_begin_msg(t, &h, ud ? NULL : lb.iov, lb.n, lb.len,
+				    true)) {
 		local_release(&lb);
 		if (ud || uc)
 			return EXEC_DONE;	/* dropped */
@@ -376,6 +384,10 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	c.src_qp = qp->ib.qp.qp_num;
 	c.slid = (uint16_t)qp->ctx->host.lid;
 	c.sl = ud ? w->ud_ah.sl : qp->attr.ah_attr.sl;
+	if (h.w.tm.kind == SRDMA_TM_RNDV && o->rndv) {
+		*o->rndv = h.w;
+		o->rndv_pending = true;
+	}
 	srdma_resp_rq_complete(&h, &c, w->send_flags & IBV_SEND_SOLICITED);
 out:
 	local_release(&lb);
@@ -680,7 +692,8 @@ static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
  * net requester is full). */
 static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 {
-	struct outcome o = { .req_status = IBV_WC_SUCCESS };
+	struct srdma_rwqe rndv;		/* not zeroed: o.rndv_pending says */
+	struct outcome o = { .req_status = IBV_WC_SUCCESS, .rndv = &rndv };
 	struct srdma_target t;
 	bool signaled = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
 	uint32_t st = atomic_load(&qp->sh->state);
@@ -792,6 +805,10 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 done:
 	srdma_comp_req(qp, w->wr_id, w->opcode, signaled, o.req_status,
 		       o.byte_len);
+	/* The receiving device reads a matched rendezvous after it acked
+	 * the request: after our completion, before the FIN. */
+	if (o.rndv_pending)
+		srdma_tm_rndv_host(qp->ctx, qp->ib.qp.qp_num, &t, &rndv);
 	return r;
 }
 

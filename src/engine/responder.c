@@ -43,6 +43,7 @@
 #include "core/dp.h"
 #include "core/qp_state.h"
 #include "engine/responder.h"
+#include "engine/tm.h"
 #include "util/log.h"
 #include "util/selfcopy.h"
 
@@ -323,7 +324,12 @@ void srdma_resp_qp_error(struct srdma_target *t, uint32_t event)
 #define HOLD_RQ(h) ((struct srdma_shm_rq *)(h)->priv[0])
 #define HOLD_SRQ(h) ((struct srdma_shm_srq *)(h)->priv[1])
 
-int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
+/* h->priv[2]: the tag list of a TM SRQ whose list matched @h->w. */
+#define HOLD_TM(h) ((h)->priv[2])
+
+static int rq_begin(struct srdma_target *t, struct srdma_rq_hold *h,
+		    const struct iovec *msg, uint32_t n, uint64_t len,
+		    bool rndv_offload)
 {
 	struct srdma_seg_hdr *seg = t->p->seg;
 	const struct srdma_shm_rwqe *wqe;
@@ -368,15 +374,28 @@ int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
 		srdma_shm_unlock(&rq->rlock);
 		return -EIO;
 	}
+	h->priv[0] = rq;
+	h->priv[1] = srq;
+	HOLD_TM(h) = NULL;
+	memset(&h->w.tm, 0, sizeof(h->w.tm));
+	h->w.srq = srq != NULL;
+	if (srq && msg && srq->tm_off) {
+		int m = srdma_tm_match(seg, srq->tm_off, msg, n, len,
+				       rndv_offload, &h->w, &HOLD_TM(h));
+
+		if (m < 0) {
+			srdma_shm_unlock(&rq->rlock);
+			return -EIO;
+		}
+		if (m > 0)
+			return 0;	/* the tag's buffer, not the ring's */
+	}
 	if (tail >= atomic_load_explicit(&rq->head, memory_order_acquire)) {
 		srdma_shm_unlock(&rq->rlock);
 		return -EAGAIN;
 	}
 	wqe = (const struct srdma_shm_rwqe *)(ring + (tail & (size - 1)) * wsz);
-	h->priv[0] = rq;
-	h->priv[1] = srq;
 	h->w.wr_id = wqe->wr_id;
-	h->w.srq = srq != NULL;
 	h->w.nsge = wqe->num_sge;
 	if (h->w.nsge > max_sge)
 		h->w.nsge = max_sge;
@@ -386,6 +405,28 @@ int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
 		h->w.capacity += h->w.sge[i].length;
 	}
 	return 0;
+}
+
+int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
+{
+	return rq_begin(t, h, NULL, 0, 0, false);
+}
+
+int srdma_resp_rq_begin_msg(struct srdma_target *t, struct srdma_rq_hold *h,
+			    const struct iovec *msg, uint32_t n, uint64_t len,
+			    bool rndv_offload)
+{
+	return rq_begin(t, h, msg, n, len, rndv_offload);
+}
+
+/* A matched tag is consumed instead of the ring's head. True if so. */
+static bool tm_taken(struct srdma_rq_hold *h)
+{
+	if (!HOLD_TM(h))
+		return false;
+	srdma_tm_consume(HOLD_TM(h), &h->w);
+	return h->w.tm.kind != SRDMA_TM_UNEXP &&
+	       h->w.tm.kind != SRDMA_TM_NO_TAG;
 }
 
 void srdma_resp_rq_abort(struct srdma_rq_hold *h)
@@ -415,8 +456,13 @@ static void srq_limit(struct srdma_rq_hold *h, uint64_t tail)
 void srdma_resp_rq_consume(struct srdma_rq_hold *h)
 {
 	struct srdma_shm_rq *rq = HOLD_RQ(h);
-	uint64_t tail = atomic_load(&rq->tail) + 1;
+	uint64_t tail;
 
+	if (tm_taken(h)) {
+		srdma_shm_unlock(&rq->rlock);
+		return;
+	}
+	tail = atomic_load(&rq->tail) + 1;
 	atomic_store(&rq->tail, tail);
 	srq_limit(h, tail);
 	srdma_shm_unlock(&rq->rlock);
@@ -425,9 +471,14 @@ void srdma_resp_rq_consume(struct srdma_rq_hold *h)
 void srdma_resp_recv_cqe(struct srdma_target *t, const struct srdma_rwqe *w,
 			 struct srdma_shm_cqe *c, bool solicited)
 {
+	uint32_t cq = t->rcq;
+
+	/* A TM SRQ's receives complete on the SRQ's CQ, as TM CQEs. */
+	if (w->tm.kind)
+		cq = srdma_tm_cqe(w, c);
 	c->wr_id = w->wr_id;
 	c->qp_num = t->qpn;
-	srdma_cqe_post(t->ctx, t->p, t->rcq, c, solicited);
+	srdma_cqe_post(t->ctx, t->p, cq, c, solicited);
 	atomic_fetch_add_explicit(&t->qp->n_recv, 1, memory_order_relaxed);
 }
 
@@ -435,8 +486,14 @@ void srdma_resp_rq_complete(struct srdma_rq_hold *h, struct srdma_shm_cqe *c,
 			    bool solicited)
 {
 	struct srdma_shm_rq *rq = HOLD_RQ(h);
-	uint64_t tail = atomic_load(&rq->tail) + 1;
+	uint64_t tail;
 
+	if (tm_taken(h)) {
+		srdma_resp_recv_cqe(h->t, &h->w, c, solicited);
+		srdma_shm_unlock(&rq->rlock);
+		return;
+	}
+	tail = atomic_load(&rq->tail) + 1;
 	atomic_store(&rq->tail, tail);
 	srdma_resp_recv_cqe(h->t, &h->w, c, solicited);
 	srq_limit(h, tail);
@@ -447,11 +504,21 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 		       uint64_t off, const struct iovec *src, uint32_t n,
 		       uint64_t len)
 {
-	uint64_t done = 0;
+	uint64_t done = 0, soff = 0;
 	uint32_t i;
 
 	if (off > w->capacity || len > w->capacity - off)
 		return -EMSGSIZE;
+	if (w->tm.skip) {
+		/* A matched TM message: its headers are not delivered. */
+		uint64_t drop = off < w->tm.skip ? w->tm.skip - off : 0;
+
+		if (drop >= len)
+			return 0;
+		soff = drop;
+		len -= drop;
+		off = off + drop - w->tm.skip;
+	}
 	for (i = 0; i < w->nsge && done < len; i++) {
 		const struct srdma_shm_rsge *s = &w->sge[i];
 		struct srdma_rmem m;
@@ -475,8 +542,8 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 				  srdma_key_fail_str(r));
 			return -EACCES;
 		}
-		r = xcopy_span(t->p, src, n, done, want, m.ref.host_addr,
-			       true);
+		r = xcopy_span(t->p, src, n, soff + done, want,
+			       m.ref.host_addr, true);
 		srdma_resp_rkey_put(t, &m);
 		if (r)
 			return r;

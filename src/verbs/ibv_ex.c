@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "core/dp.h"
+#include "core/srq_tm.h"
 #include "engine/engine.h"
 #include "util/compiler.h"
 #include "verbs/verbs_int.h"
@@ -649,7 +650,7 @@ static uint64_t cqx_read_completion_wallclock_ns(struct ibv_cq_ex *ibcq)
 	return cqx_to_scq(ibcq)->cur.wall_ns;
 }
 
-/* No VLANs, flow tags or tag matching: they read as zero. */
+/* No VLANs or flow tags: they read as zero. */
 
 static uint16_t cqx_read_cvlan(struct ibv_cq_ex *ibcq)
 {
@@ -661,10 +662,13 @@ static uint32_t cqx_read_flow_tag(struct ibv_cq_ex *ibcq)
 	return 0;
 }
 
+/* The tag and app_ctx of a matched TM receive (core/srq_tm.h), else 0. */
 static void cqx_read_tm_info(struct ibv_cq_ex *ibcq,
 			     struct ibv_wc_tm_info *tm_info)
 {
 	memset(tm_info, 0, sizeof(*tm_info));
+	srdma_tm_cqe_info(&cqx_to_scq(ibcq)->cur, &tm_info->tag,
+			  &tm_info->priv);
 }
 
 /**

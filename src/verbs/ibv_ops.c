@@ -100,6 +100,7 @@ static int op_query_device_ex(struct ibv_context *context,
 	if (!srdma_link_is_eth())
 		a.device_cap_flags_ex |= SRDMA_DEVICE_ATOMIC_WRITE;
 	a.max_dm_size = SRDMA_MAX_DM_SIZE;	/* core/dm.h */
+	srdma_verbs_fill_tm_caps(&a.tm_caps);	/* ibv_tm.c */
 	/* Completion timestamps (core/clock.c): a 64-bit 1 GHz counter. */
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = SRDMA_HCA_CORE_CLOCK_KHZ;
@@ -159,4 +160,5 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	v->query_rt_values = op_query_rt_values;
 	srdma_verbs_set_xrc_ops(ctx);	/* ibv_xrc.c */
 	srdma_verbs_set_dm_ops(ctx);
+	srdma_verbs_set_tm_ops(ctx);
 }

@@ -50,12 +50,14 @@ static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type == IBV_SRQT_TM)
+		return srdma_verbs_create_srq_tm(context, attr); /* ibv_tm.c */
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
 	    attr->srq_type != IBV_SRQT_XRC) {
 		srdma_dbg("create_srq_ex: srq_type %d, comp_mask %#x not "
-			  "supported (basic and XRC SRQs only: no "
-			  "tag-matching SRQs)", (int)attr->srq_type,
-			  attr->comp_mask);
+			  "supported (basic, XRC and tag-matching SRQs only)",
+			  (int)attr->srq_type, attr->comp_mask);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

@@ -31,6 +31,14 @@ void srdma_verbs_set_xrc_ops(struct srdma_context *ctx);
 
 /* Device memory ops (ibv_dm.c). */
 void srdma_verbs_set_dm_ops(struct srdma_context *ctx);
+
+/* Tag matching (ibv_tm.c): ibv_create_srq_ex of an IBV_SRQT_TM SRQ (NULL
+ * with errno on failure), ibv_post_srq_ops, the tm_caps of
+ * ibv_query_device_ex. */
+struct ibv_srq *srdma_verbs_create_srq_tm(struct ibv_context *context,
+					  struct ibv_srq_init_attr_ex *attr);
+void srdma_verbs_set_tm_ops(struct srdma_context *ctx);
+void srdma_verbs_fill_tm_caps(struct ibv_tm_caps *caps);
 /**
  * srdma_verbs_import_release() - ibv_close_device of @context: if
  * ibv_import_device handed it out as an alias, drop one reference and

@@ -309,3 +309,8 @@ srdma_net_pair(net.ib_read_lat_xrc lat ib_read_lat -d srdma0 -c XRC -n 300)
 srdma_net_pair(net.ib_atomic_bw_xrc bw ib_atomic_bw -d srdma0 -c XRC -n 500)
 srdma_net_pair(net.ib_send_lat_xrc_events lat
 	ib_send_lat -d srdma0 -c XRC -n 300 -e)
+# Tag-matching SRQs (docs/design/tag-matching.md) over the wire: the
+# matching runs in the receiving context's progress thread.
+add_test(NAME net.func.test_tm
+	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_test_tm>)
+srdma_net_props(net.func.test_tm 300)

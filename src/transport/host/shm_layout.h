@@ -396,12 +396,18 @@ struct srdma_shm_srq {
 	 * SRQ) and its XRC domain (srdma_xrcd.id). Immutable. */
 	uint32_t xrc_cq;
 	uint64_t xrcd[2];
-	uint64_t reserved[1];
+	/* Tag-matching SRQ: ring-arena offset of its struct srdma_shm_tm
+	 * (core/srq_tm.h), 0 for any other SRQ. Owner, under rq.rlock;
+	 * consumers read it under rq.rlock. An older peer reads the word as
+	 * reserved and delivers to the SRQ's receives as to a basic SRQ. */
+	uint64_t tm_off;
 };
 static_assert(sizeof(struct srdma_shm_srq) == 128, "SRQ entry is ABI");
 static_assert(offsetof(struct srdma_shm_srq, xrc_cq) == 100 &&
 		      offsetof(struct srdma_shm_srq, xrcd) == 104,
 	      "SRQ entry XRC fields are ABI");
+static_assert(offsetof(struct srdma_shm_srq, tm_off) == 120,
+	      "SRQ entry tm_off is ABI");
 
 /* Async events posted by anyone for the owner to read. */
 enum {

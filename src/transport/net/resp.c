@@ -431,15 +431,20 @@ static enum verdict read_reply(struct srdma_netresp *r,
 /* ---- receive WQEs ---------------------------------------------------------- */
 
 /* Take the head WQE for a new message (or keep the one a dropped UC
- * message left). Return: 0, -EAGAIN (none: RNR), -EIO (queue unusable). */
-static int wqe_take(struct srdma_netresp *r, struct srdma_target *t)
+ * message left); @first: a SEND's first packet, whose TM header a
+ * tag-matching SRQ matches (NULL otherwise). A matched rendezvous is left
+ * to the application (IBV_WC_TM_RNDV_INCOMPLETE): we issue no READ of
+ * our own. Return: 0, -EAGAIN (none: RNR), -EIO (queue unusable). */
+static int wqe_take(struct srdma_netresp *r, struct srdma_target *t,
+		    const struct iovec *first)
 {
 	struct srdma_rq_hold h;
 	int e;
 
 	if (r->have_wqe)
 		return 0;
-	e = srdma_resp_rq_begin(t, &h);
+	e = srdma_resp_rq_begin_msg(t, &h, first, first ? 1 : 0,
+				    first ? first->iov_len : 0, false);
 	if (e)
 		return e;
 	r->wqe = h.w;
@@ -563,7 +568,7 @@ static enum verdict do_send(struct srdma_netresp *r, struct srdma_target *t,
 	enum verdict v;
 
 	if (hdrs & SRDMA_HDR_FIRST) {
-		e = wqe_take(r, t);
+		e = wqe_take(r, t, &io);
 		if (e == -EAGAIN)
 			return V_RNR;
 		if (e) {
@@ -629,7 +634,7 @@ static enum verdict do_write(struct srdma_netresp *r, struct srdma_target *t,
 	/* WRITE_WITH_IMM takes its WQE first: without one, nothing of
 	 * this packet happens (RNR, retried as it is). */
 	if (imm) {
-		e = wqe_take(r, t);
+		e = wqe_take(r, t, NULL);
 		if (e == -EAGAIN)
 			return V_RNR;
 		if (e) {
