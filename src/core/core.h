@@ -48,6 +48,9 @@ enum srdma_obj_type {
 	SRDMA_OBJ_TD,	/* process-local values: the order is free */
 	SRDMA_OBJ_AH,
 	SRDMA_OBJ_DM,
+	SRDMA_OBJ_WQ,		/* raw packet (core/raw.h) */
+	SRDMA_OBJ_RWQ_TBL,
+	SRDMA_OBJ_FLOW,
 };
 
 /**

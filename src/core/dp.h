@@ -293,6 +293,9 @@ struct srdma_qp {
 	int bld_err;
 	_Atomic uint32_t busy;		/* pinned by a progress sweep */
 	struct srdma_qp *prog_next;	/* ctx->lock: ctx->prog_list */
+	struct srdma_raw_qp *raw;	/* raw packet QP's half (core/raw.h),
+					 * set before the QP is handed out;
+					 * else NULL */
 };
 
 static inline struct srdma_qp *to_sqp(struct ibv_qp *qp)

@@ -25,6 +25,11 @@ void srdma_verbs_set_dp_ops(struct srdma_context *ctx);
 /* The thread and parent domain ops of ibv_pd.c. */
 void srdma_verbs_set_pd_ops(struct srdma_context *ctx);
 
+/* Raw packet steering ops: flows, WQs, indirection tables (ibv_raw.c). */
+void srdma_verbs_set_raw_ops(struct srdma_context *ctx);
+/* The RSS and WQ limits of query_device_ex (Ethernet port only). */
+void srdma_raw_fill_device_attr_ex(struct ibv_device_attr_ex *a);
+
 /* Device memory ops (ibv_dm.c). */
 void srdma_verbs_set_dm_ops(struct srdma_context *ctx);
 /**
