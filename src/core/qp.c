@@ -28,6 +28,7 @@
 #include "core/dp.h"
 #include "core/qp_state.h"
 #include "core/raw.h"
+#include "transport/net/rawwire.h"
 #include "core/restrack.h"
 #include "transport/net/net.h"
 #include "util/fault.h"
@@ -518,6 +519,7 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	struct srdma_context *ctx = qp->ctx;
 	struct srdma_shm_qp *sh = qp->sh;
 	struct srdma_pd *pd = qp->pd;
+	bool wire;
 
 	pthread_mutex_lock(&ctx->lock);
 	if (qp->raw && qp->raw->n_flow) {
@@ -530,6 +532,7 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 		pthread_mutex_unlock(&ctx->lock);
 		return -EINVAL;
 	}
+	wire = qp->raw && qp->raw->wire;
 	srdma_raw_qp_release_locked(qp);	/* no flow left: cannot fail */
 	/* Unpublish, then wait out an initiator inside the RQ section. */
 	srdma_shm_lock(&sh->rq.rlock);
@@ -542,6 +545,8 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	if (eng)
 		eng->qp_forget_locked(qp);
 	pthread_mutex_unlock(&ctx->lock);
+	if (wire)
+		srdma_rawwire_put(ctx);	/* its receiver may take ctx->lock */
 
 	/* A progress sweep that pinned it before may still hold it. */
 	while (atomic_load(&qp->busy))

@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "core/raw.h"
+#include "transport/net/rawwire.h"
 #include "util/log.h"
 
 /* ---- canonical header fields ------------------------------------------- */
@@ -271,6 +272,13 @@ int srdma_raw_qp_setup(struct srdma_qp *qp,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	/* SRDMA_RAW_WIRE: this context's frames on the interface too. */
+	ret = srdma_rawwire_get(qp->ctx);
+	if (ret) {
+		free(r);
+		return ret;
+	}
+	r->wire = true;
 	if (t) {
 		r->tbl = t;
 		r->hash_fields = a->rx_hash_conf.rx_hash_fields_mask;
@@ -863,7 +871,8 @@ static uint32_t rss_hash(const struct shm_flow *f, const struct frame_info *fi)
 }
 
 int srdma_flow_route(struct srdma_context *ctx, const uint8_t *frame,
-		     uint32_t len, struct srdma_raw_dest *dst, int max)
+		     uint32_t len, bool from_wire, struct srdma_raw_dest *dst,
+		     int max)
 {
 	struct frame_info fi;
 	uint32_t best = UINT32_MAX, i;
@@ -878,7 +887,7 @@ int srdma_flow_route(struct srdma_context *ctx, const uint8_t *frame,
 		const struct shm_flow *f = &ft_map()->slot[i];
 		struct srdma_raw_dest d;
 
-		if (f->live != 1 || f->lid == ctx->host.lid ||
+		if (f->live != 1 || (f->lid == ctx->host.lid) != from_wire ||
 		    f->priority > best || !flow_matches(f, &fi))
 			continue;
 		if (f->priority < best) {

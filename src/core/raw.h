@@ -49,6 +49,7 @@ struct srdma_raw_qp {
 	uint64_t hash_fields;		/* immutable: IBV_RX_HASH_* */
 	uint8_t hash_key[SRDMA_RSS_KEY_LEN]; /* immutable */
 	uint32_t n_flow;		/* ctx->lock: flows steering to it */
+	bool wire;			/* immutable: counted by rawwire.c */
 };
 
 struct srdma_flow {
@@ -74,9 +75,10 @@ int srdma_raw_qp_allowed(struct srdma_context *ctx);
 int srdma_raw_qp_setup(struct srdma_qp *qp,
 		       const struct ibv_qp_init_attr_ex *a);
 /**
- * srdma_raw_qp_release() - the raw half of @qp at destroy.
+ * srdma_raw_qp_release_locked() - the raw half of @qp at destroy.
  * Return: 0, or -EBUSY while flows still steer to it (nothing changed).
- * Context: destroy, ctx->lock held.
+ * Context: destroy, ctx->lock held. The caller then drops the wire
+ * (srdma_rawwire_put()) if r->wire was set, without ctx->lock.
  */
 int srdma_raw_qp_release_locked(struct srdma_qp *qp);
 
@@ -118,6 +120,8 @@ int srdma_flow_destroy(struct srdma_flow *f);
  * drop). Frames are not looped back to the sending context, as mlx5's
  * default self-loopback block. Each destination comes with the owner's
  * pid and start time, to be compared with the peer resolved for it.
+ * @from_wire: the frame came from the interface (transport/net/rawwire.c):
+ * only @ctx's own flows apply, instead of all but @ctx's.
  * Return: the number of destinations written (at most @max), or -errno.
  * Context: any thread; takes the flow table's shared lock.
  */
@@ -127,7 +131,8 @@ struct srdma_raw_dest {
 	uint64_t start;
 };
 int srdma_flow_route(struct srdma_context *ctx, const uint8_t *frame,
-		     uint32_t len, struct srdma_raw_dest *dst, int max);
+		     uint32_t len, bool from_wire, struct srdma_raw_dest *dst,
+		     int max);
 
 /**
  * srdma_toeplitz() - the Toeplitz hash of @n bytes of @in under @key

@@ -54,6 +54,7 @@
 #include "core/dp.h"
 #include "core/qp_state.h"
 #include "core/raw.h"
+#include "transport/net/rawwire.h"
 #include "engine/engine.h"
 #include "engine/progress.h"
 #include "engine/responder.h"
@@ -668,11 +669,11 @@ static int unanswered(struct srdma_qp *qp, struct srdma_swqe *w,
  * QP not ready, a destination gone: the frame is dropped; a WQE too small
  * completes with LOC_LEN_ERR (the QP stays usable, as for UD).
  */
-static void raw_deliver(struct srdma_qp *qp, const struct srdma_raw_dest *d,
-			const uint8_t *frame, uint32_t len)
+static void raw_deliver(struct srdma_context *ctx,
+			const struct srdma_raw_dest *d, const uint8_t *frame,
+			uint32_t len)
 {
-	struct srdma_peer *p = srdma_peer_get(qp->ctx,
-					      d->qpn >> SRDMA_QPN_SHIFT);
+	struct srdma_peer *p = srdma_peer_get(ctx, d->qpn >> SRDMA_QPN_SHIFT);
 	struct iovec iov = { (void *)(uintptr_t)frame, len };
 	struct srdma_shm_cqe c = { 0 };
 	struct srdma_target t;
@@ -683,8 +684,8 @@ static void raw_deliver(struct srdma_qp *qp, const struct srdma_raw_dest *d,
 		return;
 	/* A flow of a dead owner whose LID came round again is not ours. */
 	if (p->pid != d->pid || p->start != d->start ||
-	    srdma_peer_gone(qp->ctx, p) ||
-	    srdma_resp_target(qp->ctx, p, d->qpn, IBV_QPT_RAW_PACKET, &t) ||
+	    srdma_peer_gone(ctx, p) ||
+	    srdma_resp_target(ctx, p, d->qpn, IBV_QPT_RAW_PACKET, &t) ||
 	    !srdma_resp_qp_receives(&t) || srdma_resp_rq_begin(&t, &h))
 		goto out;
 	c.opcode = IBV_WC_RECV;
@@ -702,7 +703,18 @@ static void raw_deliver(struct srdma_qp *qp, const struct srdma_raw_dest *d,
 	c.byte_len = r ? 0 : len;
 	srdma_resp_rq_complete(&h, &c, false);
 out:
-	srdma_peer_put(qp->ctx, p);
+	srdma_peer_put(ctx, p);
+}
+
+void srdma_raw_input(struct srdma_context *ctx, const uint8_t *frame,
+		     uint32_t len)
+{
+	struct srdma_raw_dest dst[16];
+	int i, n;
+
+	n = srdma_flow_route(ctx, frame, len, true, dst, (int)ARRAY_SIZE(dst));
+	for (i = 0; i < n; i++)
+		raw_deliver(ctx, &dst[i], frame, len);
 }
 
 /*
@@ -739,10 +751,12 @@ static int exec_raw(struct srdma_qp *qp, struct srdma_swqe *w,
 		o->req_status = IBV_WC_LOC_PROT_ERR;
 		goto out;
 	}
-	n = srdma_flow_route(qp->ctx, frame, (uint32_t)lb.len, dst,
+	n = srdma_flow_route(qp->ctx, frame, (uint32_t)lb.len, false, dst,
 			     (int)ARRAY_SIZE(dst));
 	for (i = 0; i < n; i++)
-		raw_deliver(qp, &dst[i], frame, (uint32_t)lb.len);
+		raw_deliver(qp->ctx, &dst[i], frame, (uint32_t)lb.len);
+	/* SRDMA_RAW_WIRE: out of the interface too. */
+	srdma_rawwire_send(qp->ctx, frame, (uint32_t)lb.len);
 out:
 	local_release(&lb);
 	return EXEC_DONE;
