@@ -33,6 +33,7 @@
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -93,11 +94,16 @@ struct shm_flows {
 static struct {
 	pthread_mutex_t open_lock;
 	pthread_rwlock_t lock;		/* threads of this process */
-	int fd;				/* open_lock to set; then immutable */
+	pthread_mutex_t rd_lock;	/* readers, below */
+	unsigned int readers;		/* rd_lock: threads holding LOCK_SH */
+	int fd;				/* open_lock to set; then immutable
+					 * (a fork child re-points it) */
+	_Atomic uint32_t gen;		/* srdma_fork_gen when fd was opened */
 	struct shm_flows *_Atomic map;	/* set once (release), after fd */
 } ft = {
 	.open_lock = PTHREAD_MUTEX_INITIALIZER,
 	.lock = PTHREAD_RWLOCK_INITIALIZER,
+	.rd_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fd = -1,
 };
 
@@ -149,6 +155,7 @@ static int ft_open(struct srdma_context *ctx)
 	}
 	flock(fd, LOCK_UN);
 	ft.fd = fd;
+	atomic_store(&ft.gen, atomic_load(&srdma_fork_gen));
 	/* Pairs with the acquire load above. */
 	atomic_store_explicit(&ft.map, m, memory_order_release);
 out:
@@ -167,19 +174,69 @@ static struct shm_flows *ft_map(void)
 	return atomic_load_explicit(&ft.map, memory_order_acquire);
 }
 
-static void ft_lock(bool exclusive)
+/*
+ * A fork child shares its parent's open file description of the table,
+ * and with it the parent's flock: its LOCK_UN would drop the parent's
+ * lock. So the first lock in a child re-opens the file (a description of
+ * its own) at the same descriptor number.
+ */
+static void ft_own_fd(void)
 {
-	if (exclusive)
-		pthread_rwlock_wrlock(&ft.lock);
-	else
-		pthread_rwlock_rdlock(&ft.lock);
-	while (flock(ft.fd, exclusive ? LOCK_EX : LOCK_SH) && errno == EINTR)
-		;
+	uint32_t gen = atomic_load_explicit(&srdma_fork_gen,
+					    memory_order_relaxed);
+	char path[64];
+	int fd;
+
+	if (likely(atomic_load_explicit(&ft.gen, memory_order_relaxed) ==
+		   gen))
+		return;
+	pthread_mutex_lock(&ft.open_lock);
+	if (atomic_load(&ft.gen) != gen) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", ft.fd);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 && dup3(fd, ft.fd, O_CLOEXEC) >= 0)
+			atomic_store(&ft.gen, gen);
+		else
+			srdma_warn("flow table: cannot re-open it after "
+				   "fork: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	pthread_mutex_unlock(&ft.open_lock);
 }
 
-static void ft_unlock(void)
+/*
+ * Threads of one process share the descriptor, on which flock does not
+ * exclude: the rwlock orders them, and of the readers the first takes
+ * LOCK_SH and the last drops it.
+ */
+static void ft_lock(bool exclusive)
 {
-	flock(ft.fd, LOCK_UN);
+	ft_own_fd();
+	if (exclusive) {
+		pthread_rwlock_wrlock(&ft.lock);
+		while (flock(ft.fd, LOCK_EX) && errno == EINTR)
+			;
+		return;
+	}
+	pthread_rwlock_rdlock(&ft.lock);
+	pthread_mutex_lock(&ft.rd_lock);
+	if (!ft.readers++)
+		while (flock(ft.fd, LOCK_SH) && errno == EINTR)
+			;
+	pthread_mutex_unlock(&ft.rd_lock);
+}
+
+static void ft_unlock(bool exclusive)
+{
+	if (exclusive) {
+		flock(ft.fd, LOCK_UN);
+	} else {
+		pthread_mutex_lock(&ft.rd_lock);
+		if (!--ft.readers)
+			flock(ft.fd, LOCK_UN);
+		pthread_mutex_unlock(&ft.rd_lock);
+	}
 	pthread_rwlock_unlock(&ft.lock);
 }
 
@@ -912,7 +969,7 @@ int srdma_flow_route(struct srdma_context *ctx, const uint8_t *frame,
 		if (j == n && n < max)
 			dst[n++] = d;
 	}
-	ft_unlock();
+	ft_unlock(false);
 	return n;
 }
 
@@ -977,7 +1034,7 @@ int srdma_flow_create(struct srdma_qp *qp, struct ibv_flow_attr *a,
 	}
 	if (slot < FLOW_SLOTS)
 		ft_map()->slot[slot] = nf;
-	ft_unlock();
+	ft_unlock(true);
 	if (slot == FLOW_SLOTS) {
 		srdma_dbg("create flow: all %u slots of the host flow table "
 			  "in use", FLOW_SLOTS);
@@ -992,7 +1049,7 @@ int srdma_flow_create(struct srdma_qp *qp, struct ibv_flow_attr *a,
 	if (ret) {
 		ft_lock(true);
 		ft_map()->slot[slot].live = 0;
-		ft_unlock();
+		ft_unlock(true);
 		goto err_free;
 	}
 	pthread_mutex_lock(&ctx->lock);
@@ -1014,7 +1071,7 @@ int srdma_flow_destroy(struct srdma_flow *fl)
 		return -EINVAL;
 	ft_lock(true);
 	ft_map()->slot[fl->slot].live = 0;
-	ft_unlock();
+	ft_unlock(true);
 	pthread_mutex_lock(&ctx->lock);
 	fl->qp->raw->n_flow--;
 	pthread_mutex_unlock(&ctx->lock);
