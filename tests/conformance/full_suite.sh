@@ -77,7 +77,7 @@ trap 'rm -f "$log"; [ -n "$hp_old" ] && echo "$hp_old" >"$hp"' EXIT
 rc=${PIPESTATUS[0]}
 
 : >"$BUILD_DIR/full_suite_$ll.skips.tmp"
-awk -v skips_out="$BUILD_DIR/full_suite_$ll.skips.tmp" '
+awk -v skips_out="$BUILD_DIR/full_suite_$ll.skips.tmp" -v ll="$ll" '
 	/^pyverbs summary: / {
 		ran = $4 + 0; failed = $8 + 0
 	}
@@ -108,7 +108,10 @@ awk -v skips_out="$BUILD_DIR/full_suite_$ll.skips.tmp" '
 			passed = 0
 		printf "\nrdma-core suite: ran %d, passed %d, skipped %d (vendor %d, link layer %d, other %d), failed %d\n", ran, passed, nv + nl + no, nv, nl, no, failed
 		if (nl) {
-			print "link-layer skips (run on the other port type), by reason:"
+			if (ll == "ib")
+				print "link-layer skips (they need an Ethernet port: conformance.full_suite_eth runs them), by reason:"
+			else
+				print "link-layer skips (they need an InfiniBand port: conformance.full_suite_ib runs them), by reason:"
 			for (r in lby)
 				printf "  %3d  %s\n", lby[r], r
 		}
