@@ -49,6 +49,9 @@ enum srdma_obj_type {
 	SRDMA_OBJ_AH,
 	SRDMA_OBJ_DM,
 	SRDMA_OBJ_XRCD,
+	SRDMA_OBJ_WQ,		/* raw packet (core/raw.h) */
+	SRDMA_OBJ_RWQ_TBL,
+	SRDMA_OBJ_FLOW,
 };
 
 /**

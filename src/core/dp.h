@@ -316,6 +316,9 @@ struct srdma_qp {
 	bool zombie;			/* ctx->lock: destroyed by its creator
 					 * while opened: freed with the last
 					 * opened handle */
+	struct srdma_raw_qp *raw;	/* raw packet QP's half (core/raw.h),
+					 * set before the QP is handed out;
+					 * else NULL */
 };
 
 static inline struct srdma_qp *to_sqp(struct ibv_qp *qp)

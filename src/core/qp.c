@@ -27,6 +27,8 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "core/raw.h"
+#include "transport/net/rawwire.h"
 #include "core/restrack.h"
 #include "core/xrc.h"
 #include "transport/net/net.h"
@@ -208,8 +210,83 @@ static uint32_t inline_grant(const struct ibv_qp_cap *cap)
 	return cap->max_inline_data > room ? cap->max_inline_data : room;
 }
 
+/*
+ * An RSS QP (raw packet, with an indirection table and a hash
+ * configuration) has no queue of its own: its frames land in the table's
+ * WQs. Internally it uses the first WQ's CQ as both CQs (nothing is ever
+ * posted to it) and a one-entry receive ring nobody fills; the public
+ * send_cq and recv_cq stay NULL.
+ */
+static int rss_attr(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
+		    struct ibv_qp_init_attr_ex *in)
+{
+	uint64_t rss = IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+	struct srdma_rwq_tbl *t;
+
+	if ((a->comp_mask & rss) != rss || a->qp_type != IBV_QPT_RAW_PACKET) {
+		srdma_dbg("create QP: an RSS QP is a raw packet QP with both "
+			  "an indirection table and a hash configuration");
+		return -EINVAL;
+	}
+	if (!a->rwq_ind_tbl ||
+	    !srdma_handle_check(a->rwq_ind_tbl, SRDMA_OBJ_RWQ_TBL)) {
+		srdma_dbg("create QP: %p is not an indirection table",
+			  (void *)a->rwq_ind_tbl);
+		return -EINVAL;
+	}
+	t = (struct srdma_rwq_tbl *)a->rwq_ind_tbl;
+	if (t->ctx != ctx) {
+		srdma_dbg("create QP: an indirection table of another context");
+		return -EINVAL;
+	}
+	*in = *a;
+	in->send_cq = in->recv_cq = &t->wq[0]->qp->recv_cq->ib.cq;
+	in->srq = NULL;
+	memset(&in->cap, 0, sizeof(in->cap));
+	in->cap.max_recv_sge = 1;
+	return 0;
+}
+
+static int qp_create(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
+		     struct srdma_qp **out);
+
 int srdma_qp_create(struct srdma_context *ctx,
 		    struct ibv_qp_init_attr_ex *a, struct srdma_qp **out)
+{
+	struct ibv_qp_init_attr_ex in;
+	struct srdma_qp *qp;
+	int ret;
+
+	if (a->qp_type == IBV_QPT_RAW_PACKET) {
+		ret = srdma_raw_qp_allowed(ctx);
+		if (ret)
+			return ret;
+	}
+	if (!(a->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE |
+			      IBV_QP_INIT_ATTR_RX_HASH)))
+		return qp_create(ctx, a, out);
+	ret = rss_attr(ctx, a, &in);
+	if (ret)
+		return ret;
+	ret = qp_create(ctx, &in, &qp);
+	if (ret)
+		return ret;
+	qp->ib.qp.send_cq = qp->ib.qp.recv_cq = NULL;
+	qp->cap.max_recv_sge = 0;
+	qp->attr.cap = qp->cap;
+	a->cap = qp->cap;
+	*out = qp;
+	return 0;
+}
+
+int srdma_qp_create_wq(struct srdma_context *ctx,
+		       struct ibv_qp_init_attr_ex *a, struct srdma_qp **out)
+{
+	return qp_create(ctx, a, out);
+}
+
+static int qp_create(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
+		     struct srdma_qp **out)
 {
 	struct srdma_cq *scq, *rcq;
 	struct srdma_srq *srq = NULL;
@@ -218,7 +295,8 @@ int srdma_qp_create(struct srdma_context *ctx,
 	struct srdma_qp *qp;
 	uint32_t slot = 0, i;
 	uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-			 IBV_QP_INIT_ATTR_CREATE_FLAGS;
+			 IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			 IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
 	int ret;
 
 	bool tgt = a->qp_type == IBV_QPT_XRC_RECV;
@@ -261,9 +339,9 @@ int srdma_qp_create(struct srdma_context *ctx,
 	}
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
 	    a->qp_type != IBV_QPT_UD && a->qp_type != IBV_QPT_XRC_SEND &&
-	    !tgt) {
-		srdma_dbg("create QP: type %d not supported (RC, UC, UD and "
-			  "XRC are; raw packet QPs are not)", a->qp_type);
+	    a->qp_type != IBV_QPT_RAW_PACKET && !tgt) {
+		srdma_dbg("create QP: type %d not supported (RC, UC, UD, XRC "
+			  "and raw packet are)", a->qp_type);
 		return -EOPNOTSUPP;
 	}
 	if (tgt) {
@@ -452,8 +530,15 @@ int srdma_qp_create(struct srdma_context *ctx,
 		atomic_fetch_add(&xrcd->usecnt, 1);
 	atomic_store_explicit(&sh->live, SRDMA_OBJ_LIVE, memory_order_release);
 	pthread_mutex_unlock(&ctx->lock);
-	/* net transport: a RoCE port's QPs get their net half (qp_net.c). */
-	if (srdma_link_is_eth()) {
+	/* Raw packet QPs: their raw half (raw.c); frames, not RoCE. */
+	if (a->qp_type == IBV_QPT_RAW_PACKET) {
+		ret = srdma_raw_qp_setup(qp, a);
+		if (ret) {
+			srdma_qp_destroy(qp);
+			return ret;
+		}
+	} else if (srdma_link_is_eth()) {
+		/* net transport: a RoCE port's QPs get their net half. */
 		ret = srdma_net_qp_create(qp);
 		if (ret) {
 			srdma_qp_destroy(qp);
@@ -520,6 +605,12 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	if (qp->opened)
 		return qp_close_opened(qp);
 	pthread_mutex_lock(&ctx->lock);
+	if (qp->raw && qp->raw->n_flow) {
+		srdma_dbg("destroy QP %#x: %u flows still steer to it",
+			  qp->ib.qp.qp_num, qp->raw->n_flow);
+		pthread_mutex_unlock(&ctx->lock);
+		return -EBUSY;
+	}
 	if (!srdma_handle_del(qp, SRDMA_OBJ_QP)) {
 		pthread_mutex_unlock(&ctx->lock);
 		return -EINVAL;
@@ -541,8 +632,11 @@ static void qp_free(struct srdma_qp *qp)
 	struct srdma_context *ctx = qp->ctx;
 	struct srdma_shm_qp *sh = qp->sh;
 	struct srdma_pd *pd = qp->pd;
+	bool wire;
 
 	pthread_mutex_lock(&ctx->lock);
+	wire = qp->raw && qp->raw->wire;
+	srdma_raw_qp_release_locked(qp);	/* no flow left: cannot fail */
 	/* Unpublish, then wait out an initiator inside the RQ section. */
 	srdma_shm_lock(&sh->rq.rlock);
 	atomic_store(&sh->live, SRDMA_OBJ_FREE);
@@ -554,6 +648,8 @@ static void qp_free(struct srdma_qp *qp)
 	if (eng)
 		eng->qp_forget_locked(qp);
 	pthread_mutex_unlock(&ctx->lock);
+	if (wire)
+		srdma_rawwire_put(ctx);	/* its receiver may take ctx->lock */
 
 	/* A progress sweep that pinned it before may still hold it. */
 	while (atomic_load(&qp->busy))
@@ -666,6 +762,11 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 		srdma_dbg("modify_qp %#x: a handle from ibv_open_qp on a QP "
 			  "of another process: modify it through its creator",
 			  qp->ib.qp.qp_num);
+		return -EOPNOTSUPP;
+	}
+	if (qp->raw && qp->raw->tbl) {
+		srdma_dbg("modify_qp %#x: an RSS QP has no state to change "
+			  "(its WQs do; mlx5 refuses too)", qp->ib.qp.qp_num);
 		return -EOPNOTSUPP;
 	}
 	pthread_mutex_lock(&qp->sq_lock);

@@ -5,7 +5,9 @@
  *
  * The transition table is the InfiniBand one (QP state diagram plus the
  * Modify QP verb's required/optional attribute lists) as the Linux kernel's
- * ib_modify_qp_is_ok() encodes it, restricted to RC, UC, UD and the two XRC types (INI, TGT), so that an
+ * ib_modify_qp_is_ok() encodes it, restricted to RC, UC, UD, the two XRC
+ * types (INI, TGT) and raw packet QPs (which take only IBV_QP_PORT, to
+ * INIT, as in the kernel), so that an
  * application sees the same EINVALs here as on rxe, siw or a real HCA.
  * Two properties of that encoding are kept on purpose:
  *
@@ -31,7 +33,7 @@
 #include "core/qp_state.h"
 #include "util/compiler.h"
 
-enum { T_RC, T_UC, T_UD, T_XI, T_XT, NR_TYPES };
+enum { T_RC, T_UC, T_UD, T_XI, T_XT, T_RAW, NR_TYPES };
 
 struct qp_transition {
 	bool valid;
@@ -65,6 +67,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_ACCESS_FLAGS,
 				[T_XT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					 IBV_QP_ACCESS_FLAGS,
+				[T_RAW] = IBV_QP_PORT,
 			},
 		},
 	},
@@ -84,6 +87,7 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_ACCESS_FLAGS,
 				[T_XT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					 IBV_QP_ACCESS_FLAGS,
+				[T_RAW] = IBV_QP_PORT,
 			},
 		},
 		[IBV_QPS_RTR] = {
@@ -235,6 +239,8 @@ static int type_index(enum ibv_qp_type type)
 		return T_XI;
 	case IBV_QPT_XRC_RECV:
 		return T_XT;
+	case IBV_QPT_RAW_PACKET:
+		return T_RAW;
 	default:
 		return -1;
 	}

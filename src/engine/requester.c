@@ -53,6 +53,8 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "core/raw.h"
+#include "transport/net/rawwire.h"
 #include "engine/engine.h"
 #include "engine/progress.h"
 #include "engine/responder.h"
@@ -675,6 +677,107 @@ static int unanswered(struct srdma_qp *qp, struct srdma_swqe *w,
 	return EXEC_DONE;
 }
 
+/* ---- raw packet QPs --------------------------------------------------------- */
+
+/*
+ * Put one frame into the receive queue of raw QP or WQ @d (another
+ * context, any process of the host), as a NIC does: no receive WQE, a
+ * QP not ready, a destination gone: the frame is dropped; a WQE too small
+ * completes with LOC_LEN_ERR (the QP stays usable, as for UD).
+ */
+static void raw_deliver(struct srdma_context *ctx,
+			const struct srdma_raw_dest *d, const uint8_t *frame,
+			uint32_t len)
+{
+	struct srdma_peer *p = srdma_peer_get(ctx, d->qpn >> SRDMA_QPN_SHIFT);
+	struct iovec iov = { (void *)(uintptr_t)frame, len };
+	struct srdma_shm_cqe c = { 0 };
+	struct srdma_target t;
+	struct srdma_rq_hold h;
+	int r;
+
+	if (!p)
+		return;
+	/* A flow of a dead owner whose LID came round again is not ours. */
+	if (p->pid != d->pid || p->start != d->start ||
+	    srdma_peer_gone(ctx, p) ||
+	    srdma_resp_target(ctx, p, d->qpn, IBV_QPT_RAW_PACKET, &t) ||
+	    !srdma_resp_qp_receives(&t) || srdma_resp_rq_begin(&t, &h))
+		goto out;
+	c.opcode = IBV_WC_RECV;
+	if (len > h.w.capacity) {
+		c.status = IBV_WC_LOC_LEN_ERR;
+		srdma_resp_rq_complete(&h, &c, false);
+		goto out;
+	}
+	r = srdma_resp_scatter(&t, &h.w, 0, &iov, 1, len);
+	if (r == -ESRCH) {
+		srdma_resp_rq_abort(&h);
+		goto out;
+	}
+	c.status = r ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
+	c.byte_len = r ? 0 : len;
+	srdma_resp_rq_complete(&h, &c, false);
+out:
+	srdma_peer_put(ctx, p);
+}
+
+void srdma_raw_input(struct srdma_context *ctx, const uint8_t *frame,
+		     uint32_t len)
+{
+	struct srdma_raw_dest dst[16];
+	int i, n;
+
+	n = srdma_flow_route(ctx, frame, len, true, dst, (int)ARRAY_SIZE(dst));
+	for (i = 0; i < n; i++)
+		raw_deliver(ctx, &dst[i], frame, len);
+}
+
+/*
+ * A raw packet QP's SEND: gather the frame, route it through the host
+ * flow table (core/raw.c) and deliver a copy to each destination. The
+ * send completes successfully whether or not anyone received it, as on
+ * the wire; a frame above SRDMA_RAW_MAX_FRAME is LOC_LEN_ERR.
+ */
+static int exec_raw(struct srdma_qp *qp, struct srdma_swqe *w,
+		    struct outcome *o)
+{
+	struct srdma_raw_dest dst[16];
+	uint8_t frame[SRDMA_RAW_MAX_FRAME];
+	struct local_bufs lb;
+	struct iovec fiov;
+	int i, n;
+
+	if (local_acquire(qp, w, 0, &lb)) {
+		o->req_status = IBV_WC_LOC_PROT_ERR;
+		return EXEC_DONE;
+	}
+	o->byte_len = (uint32_t)lb.len;
+	if (lb.len > SRDMA_RAW_MAX_FRAME) {
+		srdma_dbg("QP %#x wr_id %#llx: frame of %llu bytes (at most %u)",
+			  qp->ib.qp.qp_num, (unsigned long long)w->wr_id,
+			  (unsigned long long)lb.len, SRDMA_RAW_MAX_FRAME);
+		o->req_status = IBV_WC_LOC_LEN_ERR;
+		goto out;
+	}
+	fiov.iov_base = frame;
+	fiov.iov_len = lb.len;
+	if (lb.len && srdma_self_vm_rw(&fiov, 1, lb.iov, lb.n, false) !=
+			      (ssize_t)lb.len) {
+		o->req_status = IBV_WC_LOC_PROT_ERR;
+		goto out;
+	}
+	n = srdma_flow_route(qp->ctx, frame, (uint32_t)lb.len, false, dst,
+			     (int)ARRAY_SIZE(dst));
+	for (i = 0; i < n; i++)
+		raw_deliver(qp->ctx, &dst[i], frame, (uint32_t)lb.len);
+	/* SRDMA_RAW_WIRE: out of the interface too. */
+	srdma_rawwire_send(qp->ctx, frame, (uint32_t)lb.len);
+out:
+	local_release(&lb);
+	return EXEC_DONE;
+}
+
 /* Does the net transport carry @w? RC/UC: the QP's destination chose it
  * at RTR; UD: per WR, by its address vector. */
 static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
@@ -702,6 +805,10 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	if (st == IBV_QPS_ERR) {
 		srdma_comp_post(qp, w->wr_id, w->opcode, IBV_WC_WR_FLUSH_ERR, 0);
 		return EXEC_DONE;
+	}
+	if (qp->type == IBV_QPT_RAW_PACKET) {
+		r = exec_raw(qp, w, &o);
+		goto done;
 	}
 	/* A connected net QP: the net requester runs every WR (local
 	 * operations and LOC_LEN_ERR included) so completions keep order
@@ -818,6 +925,8 @@ static bool opcode_ok(enum ibv_qp_type type, uint32_t op)
 {
 	if (type == IBV_QPT_XRC_RECV)
 		return false;	/* a TGT QP has no send queue */
+	if (type == IBV_QPT_RAW_PACKET)
+		return op == IBV_WR_SEND;	/* a frame, nothing else */
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:

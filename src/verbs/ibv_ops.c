@@ -104,6 +104,7 @@ static int op_query_device_ex(struct ibv_context *context,
 	/* Completion timestamps (core/clock.c): a 64-bit 1 GHz counter. */
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = SRDMA_HCA_CORE_CLOCK_KHZ;
+	srdma_raw_fill_device_attr_ex(&a);	/* RSS, WQs (ibv_raw.c) */
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;
 }
@@ -161,4 +162,5 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	srdma_verbs_set_xrc_ops(ctx);	/* ibv_xrc.c */
 	srdma_verbs_set_dm_ops(ctx);
 	srdma_verbs_set_tm_ops(ctx);
+	srdma_verbs_set_raw_ops(ctx);
 }

@@ -28,6 +28,10 @@ void srdma_verbs_set_pd_ops(struct srdma_context *ctx);
 /* XRC ops: open/close_xrcd, create_srq_ex, get_srq_num, open_qp
  * (ibv_xrc.c). */
 void srdma_verbs_set_xrc_ops(struct srdma_context *ctx);
+/* Raw packet steering ops: flows, WQs, indirection tables (ibv_raw.c). */
+void srdma_verbs_set_raw_ops(struct srdma_context *ctx);
+/* The RSS and WQ limits of query_device_ex (Ethernet port only). */
+void srdma_raw_fill_device_attr_ex(struct ibv_device_attr_ex *a);
 
 /* Device memory ops (ibv_dm.c). */
 void srdma_verbs_set_dm_ops(struct srdma_context *ctx);

@@ -314,3 +314,11 @@ srdma_net_pair(net.ib_send_lat_xrc_events lat
 add_test(NAME net.func.test_tm
 	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_test_tm>)
 srdma_net_props(net.func.test_tm 300)
+# Raw packet QPs over the wire (docs/design/raw-packet.md): with
+# SRDMA_RAW_WIRE=eth0 a raw QP of one test host sends frames out of its
+# veth, the flow of a raw QP of the other takes them in (net_raw.sh).
+add_executable(net_raw_wire ${SRDMA_NET_DIR}/raw_wire.c)
+target_link_libraries(net_raw_wire PRIVATE ibverbs)
+add_test(NAME net.raw_wire
+	COMMAND bash ${SRDMA_NET_DIR}/net_raw.sh $<TARGET_FILE:net_raw_wire>)
+srdma_net_props(net.raw_wire 120)

@@ -399,7 +399,6 @@ static void test_qp_modify_cur_state_and_rate_limit(void **state)
 static void test_qp_modify_other_types_unsupported(void **state)
 {
 	static const enum ibv_qp_type other[] = {
-		IBV_QPT_RAW_PACKET,
 		IBV_QPT_DRIVER, (enum ibv_qp_type)0, (enum ibv_qp_type)99,
 	};
 	size_t i;
@@ -444,6 +443,26 @@ static void test_qp_modify_xrc_masks(void **state)
 				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
 				       IBV_QP_MIN_RNR_TIMER),
 			 -EINVAL);
+}
+
+/* Raw packet QPs (kernel rules): INIT takes IBV_QP_PORT only; RTR and
+ * RTS take nothing but the state. */
+static void test_qp_modify_raw_packet(void **state)
+{
+	(void)state;
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
+			       IBV_QP_STATE | IBV_QP_PORT), 0);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
+			       IBV_QP_STATE), -EINVAL);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
+			       IBV_QP_STATE | IBV_QP_PORT | IBV_QP_QKEY),
+			 -EINVAL);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_INIT, IBV_QPS_RTR,
+			       IBV_QP_STATE), 0);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_RTS,
+			       IBV_QP_STATE), 0);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_RTS,
+			       IBV_QP_STATE | IBV_QP_SQ_PSN), -EINVAL);
 }
 
 static const struct srdma_qp_limits lim = {
@@ -682,6 +701,7 @@ int main(void)
 		cmocka_unit_test(test_qp_modify_cur_state_and_rate_limit),
 		cmocka_unit_test(test_qp_modify_other_types_unsupported),
 		cmocka_unit_test(test_qp_modify_xrc_masks),
+		cmocka_unit_test(test_qp_modify_raw_packet),
 		cmocka_unit_test(test_qp_attr_values_at_the_limits),
 		cmocka_unit_test(test_qp_attr_each_bad_value_fails),
 		cmocka_unit_test(test_qp_attr_limits_come_from_the_device),
