@@ -181,4 +181,5 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	v->open_xrcd = op_open_xrcd;
 	v->create_srq_ex = op_create_srq_ex;
 	srdma_verbs_set_dm_ops(ctx);
+	srdma_verbs_set_mcast_ops(ctx);
 }

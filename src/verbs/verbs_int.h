@@ -27,6 +27,8 @@ void srdma_verbs_set_pd_ops(struct srdma_context *ctx);
 
 /* Device memory ops (ibv_dm.c). */
 void srdma_verbs_set_dm_ops(struct srdma_context *ctx);
+/* ibv_attach_mcast/ibv_detach_mcast in the context's ops (ibv_mcast.c). */
+void srdma_verbs_set_mcast_ops(struct srdma_context *ctx);
 /**
  * srdma_verbs_import_release() - ibv_close_device of @context: if
  * ibv_import_device handed it out as an alias, drop one reference and
