@@ -682,6 +682,17 @@ static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
  * (the endpoint does not loop its multicast back). Return as exec_wr;
  * *@net set when the net requester took the WR (it completes it).
  */
+/* Does UD WR @w address a multicast group (its MGID, or without a GRH,
+ * on InfiniBand, a multicast LID)? */
+static bool ud_is_mcast(const struct srdma_qp *qp, const struct srdma_swqe *w)
+{
+	(void)qp;
+	if (w->ud_ah.is_global)
+		return srdma_gid_is_mcast(w->ud_ah.grh.dgid.raw);
+	return !srdma_link_is_eth() && w->ud_dlid >= SRDMA_MCAST_LID_BASE &&
+	       w->ud_dlid != 0xffff;
+}
+
 static int exec_mcast(struct srdma_qp *qp, struct srdma_swqe *w,
 		      struct outcome *o, bool *net)
 {
@@ -694,9 +705,7 @@ static int exec_mcast(struct srdma_qp *qp, struct srdma_swqe *w,
 	*net = false;
 	/* IBA: a multicast DLID (or, with a GRH, MGID) and DQPN 0xffffff
 	 * together; anything else reaches nobody. */
-	if (grh ? !srdma_gid_is_mcast(w->ud_ah.grh.dgid.raw) :
-		  eth || w->ud_dlid < SRDMA_MCAST_LID_BASE ||
-			  w->ud_dlid == 0xffff)
+	if (!ud_is_mcast(qp, w) || w->ud_qpn != SRDMA_MCAST_QPN)
 		return EXEC_DONE;
 	if (eth && grh && qp->net &&
 	    srdma_transport_mode() != SRDMA_TRANSPORT_HOST) {
@@ -764,7 +773,8 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	default:
 		break;
 	}
-	if (qp->type == IBV_QPT_UD && w->ud_qpn == SRDMA_MCAST_QPN) {
+	if (qp->type == IBV_QPT_UD &&
+	    (w->ud_qpn == SRDMA_MCAST_QPN || ud_is_mcast(qp, w))) {
 		bool net;
 
 		r = exec_mcast(qp, w, &o, &net);

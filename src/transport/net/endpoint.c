@@ -354,6 +354,16 @@ static void deliver_mcast(struct srdma_net_ctx *ep, const struct srdma_pkt *pkt,
 	struct srdma_net_qp *nq;
 	unsigned int n, i;
 
+	/* Sent from this host (a loopback interface hands its own multicast
+	 * back whatever IP_MULTICAST_LOOP says): its sender served our QPs
+	 * through the host transport already. */
+	if (srdma_gid_find(&ep->ctx->gids, (const union ibv_gid *)from->sip) >=
+	    0) {
+		ep_drop(ep, NULL, SRDMA_DROP_SOURCE,
+			"multicast from this host (served by the host transport)",
+			from);
+		return;
+	}
 	n = srdma_gid_is_mcast(from->dip) ?
 		    srdma_net_mcast_targets(ep->ctx, from->dip, q,
 					    SRDMA_MCAST_QP_ATTACH) : 0;
