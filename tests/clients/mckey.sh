@@ -26,6 +26,12 @@
 # "data transfers complete" and "return status 0" (a receiver that misses
 # a message never prints it: it is killed at the end of SECS).
 #
+# With --net, tcpdump on host 1's interface checks the wire: exactly
+# COUNT RoCEv2 datagrams from the sender's address to the group's, UDP
+# 4791 both ways, UD SEND with immediate, DQPN 0xffffff, the Q_Key the
+# CM announced; and tests/net/check_pcap.py judges each datagram's ICRC
+# (scapy) and its decoding by Wireshark's InfiniBand dissector.
+#
 # Exit: 0 pass, 1 fail, 2 usage, 77 skip (mckey not installed; --net
 # without root).
 set -u
@@ -112,6 +118,58 @@ wait_joined()
 	done
 }
 
+# check_wire PCAP GROUP SENDER: the capture holds exactly COUNT RoCEv2
+# datagrams, each from SENDER:4791 to GROUP:4791, BTH opcode UD
+# SEND_ONLY_WITH_IMMEDIATE (0x65), DQPN 0xffffff, DETH Q_Key RDMA_UDP_QKEY
+# (0x01234567), payload SIZE bytes; and nothing else on 4791.
+check_wire()
+{
+	python3 - "$@" "$COUNT" "$SIZE" <<'PY'
+import ipaddress, struct, sys
+path, group, sender, count, size = sys.argv[1:6]
+count, size = int(count), int(size)
+group, sender = ipaddress.ip_address(group), ipaddress.ip_address(sender)
+data = open(path, 'rb').read()
+magic = struct.unpack('<I', data[:4])[0]
+end = '<' if magic in (0xa1b2c3d4, 0xa1b23c4d) else '>'
+off, n, bad = 24, 0, None
+while off + 16 <= len(data):
+    _, _, incl, _ = struct.unpack(end + 'IIII', data[off:off + 16])
+    f = data[off + 16:off + 16 + incl]
+    off += 16 + incl
+    et = struct.unpack('>H', f[12:14])[0]
+    if et == 0x0800:
+        ihl = (f[14] & 15) * 4
+        src = ipaddress.ip_address(f[26:30]); dst = ipaddress.ip_address(f[30:34])
+        udp = 14 + ihl
+    elif et == 0x86dd:
+        src = ipaddress.ip_address(f[22:38]); dst = ipaddress.ip_address(f[38:54])
+        udp = 54
+    else:
+        continue
+    sport, dport, ulen = struct.unpack('>HHH', f[udp:udp + 6])
+    bth = f[udp + 8:]
+    n += 1
+    why = None
+    if (src, dst, sport, dport) != (sender, group, 4791, 4791):
+        why = 'from %s:%d to %s:%d' % (src, sport, dst, dport)
+    elif bth[0] != 0x65:
+        why = 'BTH opcode %#x' % bth[0]
+    elif bth[5:8].hex() != 'ffffff':
+        why = 'DQPN %s' % bth[5:8].hex()
+    elif struct.unpack('>I', bth[12:16])[0] != 0x01234567:
+        why = 'Q_Key %#x' % struct.unpack('>I', bth[12:16])[0]
+    elif ulen != 8 + 12 + 8 + 4 + size + 4:
+        why = 'UDP length %d' % ulen
+    if why and not bad:
+        bad = 'datagram %d: %s' % (n, why)
+if bad or n != count:
+    print('mckey.sh: wire: %s' % (bad or '%d datagrams, want %d' % (n, count)))
+    sys.exit(1)
+print('mckey.sh: wire: %d RoCEv2 datagrams %s -> %s:4791, DQPN 0xffffff' % (n, sender, group))
+PY
+}
+
 run_test()
 {
 	local group a1 a2 ok=0 i deadline
@@ -128,6 +186,19 @@ run_test()
 		start recv2 1 mckey -m "$group" -b "$a1" -C $COUNT -S $SIZE -c 2
 		start recv3 2 mckey -m "$group" -b "$a2" -C $COUNT -S $SIZE
 		wait_joined recv1 recv2 recv3 || ok=1
+		# The wire, seen from host 1 (software segmentation off, so
+		# the capture sees datagrams as they travel).
+		"$H" run 2 -- ethtool -K eth0 tx-udp-segmentation off \
+			>/dev/null 2>&1
+		: >"$work/tcpdump.log"
+		"$H" run 1 -- tcpdump -i eth0 --immediate-mode -U -s 2048 \
+			-w "$work/wire.pcap" udp port 4791 \
+			2>"$work/tcpdump.log" &
+		dump=$!
+		for ((i = 0; i < 100; i++)); do
+			grep -q 'listening on' "$work/tcpdump.log" && break
+			sleep 0.05
+		done
 		start send 2 mckey -m "$group" -b "$a2" -C $COUNT -S $SIZE -s
 	else
 		group=239.83.77.20
@@ -154,6 +225,19 @@ run_test()
 			ok=1
 		fi
 	done
+	if [ -n "$net" ]; then
+		sleep 0.3
+		kill -INT "$dump" 2>/dev/null
+		wait "$dump" 2>/dev/null
+		check_wire "$work/wire.pcap" "$group" "$a2" || ok=1
+		# ICRC by scapy and Wireshark's dissector (77: not installed).
+		python3 "$(dirname "$H")/check_pcap.py" --min "$COUNT" \
+			"$work/wire.pcap" >"$work/check_pcap.log" 2>&1
+		case $? in
+		0|77) tail -1 "$work/check_pcap.log" ;;
+		*) cat "$work/check_pcap.log"; ok=1 ;;
+		esac
+	fi
 	for i in "${names[@]}"; do
 		echo "---- $i"
 		cat "$work/$i"
@@ -167,7 +251,7 @@ run_test()
 }
 
 if [ -n "$net" ]; then
-	export -f start wait_joined run_test
+	export -f start wait_joined check_wire run_test
 	export srdma work H COUNT SIZE net MCKEY_V6 timeout
 	"$H" with 2 --tag "mck$$" -- bash -c 'pids=(); names=(); run_test'
 	st=$?
