@@ -12,13 +12,15 @@
  * of every context, exactly once each, not to QPs with another Q_Key or
  * not attached, to the sending QP itself unless it was created with
  * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB; after a detach, nothing; to a QP of
- * another process, and nothing stale once that process is gone.
+ * another process, and nothing stale once that process is gone; a table
+ * scribbled with garbage counts is repaired by its next user.
  *
  * On a RoCE port (func.eth.test_mcast) attaching joins IP multicast
  * groups on the port's interfaces, so the whole test runs in a private
  * network namespace with only lo (root needed; else it skips): nothing
  * reaches the machine's real network.
  */
+#include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include <sys/wait.h>
 
 #include "dp_util.h"
+#include "transport/host/mcast.h"
 
 #define MSG_LEN 100
 #define NSEND	5
@@ -523,6 +526,56 @@ static void test_mcast_xproc(void **state)
 	fu_done();
 }
 
+/* A scribbled table (another process of the user wrote garbage counts):
+ * the next locker repairs the counts, nothing crashes, attach, delivery
+ * and detach still work. */
+static void test_mcast_table_garbage(void **state)
+{
+	struct srdma_mcast_file *f;
+	struct ibv_qp *s, *r;
+	struct ibv_ah *ah;
+	struct dp_ep a;
+	union ibv_gid g;
+	char path[512];
+	int fd;
+
+	(void)state;
+	dp_ep_open(&a, false);
+	s = ud_qp(&a, DP_QKEY, 0);
+	r = ud_qp(&a, DP_QKEY, 0);
+	mgid_of(&g, 8);
+	assert_int_equal(ibv_attach_mcast(r, &g, mlid_of(8)), 0);
+	snprintf(path, sizeof(path), "%s/mcast", getenv("SRDMA_DIR"));
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(f != MAP_FAILED);
+	f->ngroups = 0xffffffffu;
+	f->total = 0x7fffffffu;
+	f->g[0].n = 100000;
+	f->g[1].n = 0xffffffffu;
+	munmap(f, sizeof(*f));
+	close(fd);
+	post_recvs(&a, r, 2);
+	ah = group_ah(&a, 8, true);
+	send_to(&a, s, ah, DP_QKEY, MC_QPN, 1);
+	fu_expect(count_recvs(a.cq, r->qp_num, s->qp_num, 300) <= 1,
+		  "delivery after the scribble");
+	/* Whatever the scribble left, r can be detached and destroyed. */
+	(void)ibv_detach_mcast(r, &g, mlid_of(8));
+	fu_expect(ibv_attach_mcast(r, &g, mlid_of(8)) == 0,
+		  "attach after the scribble");
+	send_to(&a, s, ah, DP_QKEY, MC_QPN, 1);
+	fu_expect(count_recvs(a.cq, r->qp_num, s->qp_num, 300) == 1,
+		  "delivery after the repair");
+	fu_expect(ibv_detach_mcast(r, &g, mlid_of(8)) == 0, "detach");
+	ibv_destroy_ah(ah);
+	fu_expect(ibv_destroy_qp(r) == 0, "destroy");
+	ibv_destroy_qp(s);
+	dp_ep_close(&a);
+	fu_done();
+}
+
 /* RoCE: a private network namespace with lo up, so that joining IP
  * multicast groups touches no real interface. */
 static int private_netns(void)
@@ -553,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_mcast_delivery),
 		cmocka_unit_test(test_mcast_mlid),
 		cmocka_unit_test(test_mcast_xproc),
+		cmocka_unit_test(test_mcast_table_garbage),
 	};
 	const char *ll = getenv("SRDMA_LINK_LAYER");
 

@@ -150,7 +150,8 @@ void srdma_mcast_ctx_fini(struct srdma_context *ctx)
 	}
 }
 
-/* A holder died inside: make the counts consistent again. Requires lock. */
+/* A holder died inside (or a stranger wrote garbage): make the counts
+ * consistent again. Requires lock. */
 static void table_repair(struct srdma_mcast_file *f)
 {
 	uint32_t i, total = 0;
@@ -163,7 +164,7 @@ static void table_repair(struct srdma_mcast_file *f)
 		total += f->g[i].n;
 	}
 	f->total = total;
-	srdma_warn("mcast table: a holder died inside, repaired (%u groups, %u attachments)",
+	srdma_warn("mcast table: counts inconsistent (a holder died inside, or garbage), repaired: %u groups, %u attachments",
 		   f->ngroups, total);
 }
 
