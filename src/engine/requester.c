@@ -707,7 +707,7 @@ static int exec_mcast(struct srdma_qp *qp, struct srdma_swqe *w,
 	 * together; anything else reaches nobody. */
 	if (!ud_is_mcast(qp, w) || w->ud_qpn != SRDMA_MCAST_QPN)
 		return EXEC_DONE;
-	if (eth && grh && qp->net &&
+	if (eth && grh && qp->net && srdma_net_mcast_wire() &&
 	    srdma_transport_mode() != SRDMA_TRANSPORT_HOST) {
 		if (srdma_netreq_post(qp, w))
 			return EXEC_NOMEM;	/* nothing happened */

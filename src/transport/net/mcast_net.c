@@ -21,6 +21,11 @@
  * steering: every joined socket of the namespace gets its copy, and each
  * context hands it to its own attached QPs (srdma_net_mcast_input).
  *
+ * SRDMA_NET_MCAST=0 keeps multicast on this host: no IP membership, no
+ * multicast datagram on the wire (test runs in a machine's own network
+ * namespace use it: a group's reports and packets would leave the
+ * machine).
+ *
  * Concurrency: the joined groups of all contexts of the process are one
  * list under mc_lock (attach/detach only, never the data path).
  */
@@ -48,6 +53,22 @@ struct joined {
 
 static pthread_mutex_t mc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct joined *mc_list;		/* mc_lock */
+
+static pthread_once_t wire_once = PTHREAD_ONCE_INIT;
+static bool wire_on;			/* immutable after wire_once */
+
+static void wire_init(void)
+{
+	const char *v = getenv("SRDMA_NET_MCAST");
+
+	wire_on = !v || strcmp(v, "0");
+}
+
+bool srdma_net_mcast_wire(void)
+{
+	pthread_once(&wire_once, wire_init);
+	return wire_on;
+}
 
 void srdma_net_mcast_sockopts(int fd)
 {
@@ -138,6 +159,8 @@ int srdma_net_mcast_join(struct srdma_context *ctx, const uint8_t mgid[16])
 	j->refs = 1;
 	j->next = mc_list;
 	mc_list = j;
+	if (!srdma_net_mcast_wire())
+		goto out;	/* SRDMA_NET_MCAST=0: this host only */
 	/* Without an endpoint (none can be opened here: another program
 	 * owns 4791) the host's members still get their copies; say why
 	 * the wire's do not. */
@@ -164,7 +187,7 @@ void srdma_net_mcast_leave(struct srdma_context *ctx, const uint8_t mgid[16])
 			break;
 	if (j && !--j->refs) {
 		*pp = j->next;
-		fd = srdma_net_udp_fd(ctx);
+		fd = srdma_net_mcast_wire() ? srdma_net_udp_fd(ctx) : -1;
 		if (fd >= 0)
 			membership(ctx, fd, mgid, false);
 		free(j);

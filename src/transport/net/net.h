@@ -106,6 +106,9 @@ void srdma_net_mcast_leave(struct srdma_context *ctx, const uint8_t mgid[16]);
 /* Socket options of a new endpoint's UDP socket: no multicast loopback,
  * only the groups it joined. */
 void srdma_net_mcast_sockopts(int fd);
+/* False when SRDMA_NET_MCAST=0: multicast stays on this host (no IP
+ * group membership, nothing sent to a group's address). Any thread. */
+bool srdma_net_mcast_wire(void);
 /* The endpoint's UDP socket (opening the endpoint if needed), or -errno. */
 int srdma_net_udp_fd(struct srdma_context *ctx);
 /* Our QPs attached to @mgid, up to @max into @qpn; returns how many. */
