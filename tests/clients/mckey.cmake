@@ -21,6 +21,17 @@ srdma_test_env(clients.eth.mckey)
 set_property(TEST clients.eth.mckey APPEND PROPERTY ENVIRONMENT
 	SRDMA_LINK_LAYER=eth)
 
+# The sender joining send-only (-o: not attached), and without loopback
+# (-l: IBV_QP_CREATE_BLOCK_SELF_MCAST_LB).
+foreach(f o l)
+	add_test(NAME clients.mckey_${f}
+		COMMAND bash ${SRDMA_MCKEY_SH} --send-flag -${f} --timeout 60
+			$<TARGET_FILE:srdma>)
+	set_tests_properties(clients.mckey_${f} PROPERTIES TIMEOUT 90
+		LABELS clients SKIP_RETURN_CODE 77)
+	srdma_test_env(clients.mckey_${f})
+endforeach()
+
 foreach(v IPV4 IPV6)
 	if(v STREQUAL IPV6)
 		set(name net.cm.mckey_ipv6)

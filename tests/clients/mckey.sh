@@ -6,7 +6,7 @@
 # their receives and wait for COUNT messages; a sender joins the same
 # group and sends COUNT messages to it (DQPN 0xffffff).
 #
-# Usage: mckey.sh [--net] [--ipv6] [--timeout SECS] SRDMA_EXE
+# Usage: mckey.sh [--net] [--ipv6] [--send-flag F] [--timeout SECS] SRDMA_EXE
 #   default  one host: two receivers (one of them with two ids, -c 2)
 #            and a sender, all bound to 127.0.0.1, in a private network
 #            namespace with only lo up (where unshare(1) is permitted;
@@ -18,6 +18,9 @@
 #            1's over the wire (RoCEv2 to the group's IP address).
 #   --ipv6   with --net: an IPv6 group (ff05::...) and the hosts' IPv6
 #            addresses
+#   --send-flag F  give the sender mckey's flag F too: -o (join as a
+#            send-only member: its QP is not attached) or -l (its QP is
+#            created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
 #
 # mckey prints "mckey: joined dgid: ..." when its join completed, sleeps
 # 3 s (for an SM), then the sender sends and each receiver polls until it
@@ -41,6 +44,7 @@ H=$here/../net/hosts.sh
 timeout=60
 net=
 MCKEY_V6=
+send_flag=
 COUNT=10
 SIZE=512
 
@@ -54,6 +58,7 @@ while [ $# -gt 0 ]; do
 	--net) net=1; shift ;;
 	--ipv6) MCKEY_V6=1; shift ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
+	--send-flag) send_flag=${2:?}; shift 2 ;;
 	--in-namespace) innet=1; shift ;;	# (internal: re-executed)
 	-*) die "unknown option $1" ;;
 	*) break ;;
@@ -69,7 +74,7 @@ if [ -z "$net" ] && [ -z "${innet:-}" ]; then
 	   unshare --net true 2>/dev/null; then
 		exec unshare --net bash -c 'ip link set lo up && exec "$@"' \
 			mckey.sh bash "$0" --in-namespace --timeout "$timeout" \
-			"$srdma"
+			${send_flag:+--send-flag "$send_flag"} "$srdma"
 	fi
 	echo "mckey.sh: no private network namespace; using this one"
 fi
@@ -199,14 +204,16 @@ run_test()
 			grep -q 'listening on' "$work/tcpdump.log" && break
 			sleep 0.05
 		done
-		start send 2 mckey -m "$group" -b "$a2" -C $COUNT -S $SIZE -s
+		start send 2 mckey -m "$group" -b "$a2" -C $COUNT -S $SIZE -s \
+			$send_flag
 	else
 		group=239.83.77.20
 		start recv1 "" mckey -m $group -b 127.0.0.1 -C $COUNT -S $SIZE
 		start recv2 "" mckey -m $group -b 127.0.0.1 -C $COUNT -S $SIZE \
 			-c 2
 		wait_joined recv1 recv2 || ok=1
-		start send "" mckey -m $group -b 127.0.0.1 -C $COUNT -S $SIZE -s
+		start send "" mckey -m $group -b 127.0.0.1 -C $COUNT -S $SIZE -s \
+			$send_flag
 	fi
 	# Every process must end within the budget.
 	deadline=$((SECONDS + timeout))
@@ -252,7 +259,7 @@ run_test()
 
 if [ -n "$net" ]; then
 	export -f start wait_joined check_wire run_test
-	export srdma work H COUNT SIZE net MCKEY_V6 timeout
+	export srdma work H COUNT SIZE net MCKEY_V6 timeout send_flag
 	"$H" with 2 --tag "mck$$" -- bash -c 'pids=(); names=(); run_test'
 	st=$?
 else
