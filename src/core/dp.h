@@ -319,6 +319,11 @@ struct srdma_qp {
 	struct srdma_raw_qp *raw;	/* raw packet QP's half (core/raw.h),
 					 * set before the QP is handed out;
 					 * else NULL */
+	_Atomic uint32_t n_mcast;	/* atomic: multicast attachments
+					 * (ibv_attach_mcast); destroy refuses
+					 * while not 0 */
+	bool block_self_mc;		/* immutable: created with
+					 * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 };
 
 static inline struct srdma_qp *to_sqp(struct ibv_qp *qp)
@@ -365,6 +370,23 @@ int srdma_srq_post_recv(struct srdma_srq *srq, struct ibv_recv_wr *wr,
 int srdma_qp_create(struct srdma_context *ctx,
 		    struct ibv_qp_init_attr_ex *a, struct srdma_qp **out);
 int srdma_qp_destroy(struct srdma_qp *qp);
+
+/**
+ * srdma_qp_attach_mcast() - ibv_attach_mcast: attach UD QP @qp to the
+ * multicast group @gid (LID @lid, checked on an InfiniBand port only).
+ * Context: any thread (core/mcast.c).
+ * Return: 0 (also when attached already), -EINVAL (not UD, not a
+ * multicast GID or LID), -ENOMEM (a multicast limit), or the net
+ * endpoint's -errno (joining the IP group on an Ethernet port).
+ */
+int srdma_qp_attach_mcast(struct srdma_qp *qp, const union ibv_gid *gid,
+			  uint16_t lid);
+/**
+ * srdma_qp_detach_mcast() - ibv_detach_mcast: undo an attach of the same
+ * (@gid, @lid). Return: 0, or -EINVAL (bad arguments, or not attached).
+ */
+int srdma_qp_detach_mcast(struct srdma_qp *qp, const union ibv_gid *gid,
+			  uint16_t lid);
 int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask);
 int srdma_qp_query(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask,
 		   struct ibv_qp_init_attr *init);

@@ -325,8 +325,10 @@ static int qp_create(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
 			  (unsigned long long)(a->comp_mask & ~known));
 		return -EOPNOTSUPP;
 	}
-	/* No creation flag (scatter FCS, CVLAN stripping...) is offered. */
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) {
+	/* Of the creation flags only the multicast loopback block is
+	 * offered (not scatter FCS, CVLAN stripping...). */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
 		srdma_dbg("create QP: create_flags %#x not supported",
 			  a->create_flags);
 		return -EOPNOTSUPP;
@@ -423,6 +425,8 @@ static int qp_create(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
 	qp->ctx = ctx;
 	qp->pd = pd;
 	qp->send_cq = scq;
+	qp->block_self_mc = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+			    (a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 	qp->recv_cq = rcq;
 	qp->srq = srq;
 	qp->type = a->qp_type;
@@ -605,6 +609,17 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	if (qp->opened)
 		return qp_close_opened(qp);
 	pthread_mutex_lock(&ctx->lock);
+	if (!srdma_handle_check(qp, SRDMA_OBJ_QP)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	/* As the kernel's uverbs: detach first (ibv_detach_mcast). */
+	if (atomic_load(&qp->n_mcast)) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_dbg("destroy QP %#x: still attached to %u multicast group(s)",
+			  qp->ib.qp.qp_num, atomic_load(&qp->n_mcast));
+		return -EBUSY;
+	}
 	if (qp->raw && qp->raw->n_flow) {
 		srdma_dbg("destroy QP %#x: %u flows still steer to it",
 			  qp->ib.qp.qp_num, qp->raw->n_flow);

@@ -59,6 +59,7 @@
 #include "engine/progress.h"
 #include "engine/responder.h"
 #include "engine/tm.h"
+#include "transport/host/mcast.h"
 #include "transport/net/net.h"
 #include "util/log.h"
 #include "util/selfcopy.h"
@@ -789,6 +790,73 @@ static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
 	return qp->net->connected;
 }
 
+/*
+ * UD to a multicast group: one copy to each QP of this host attached to
+ * it (the host's group table, transport/host/mcast.c), checked as any UD
+ * receive (state, Q_Key, a receive WQE, else dropped for that QP alone);
+ * our own QP too when attached, unless created with
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, as mlx4/mlx5 and rxe loop back. On an
+ * Ethernet port the WR also goes to the wire (the group's IP address),
+ * for other hosts; the members this host reaches are served here only
+ * (the endpoint does not loop its multicast back). Return as exec_wr;
+ * *@net set when the net requester took the WR (it completes it).
+ */
+/* Does UD WR @w address a multicast group (its MGID, or without a GRH,
+ * on InfiniBand, a multicast LID)? */
+static bool ud_is_mcast(const struct srdma_qp *qp, const struct srdma_swqe *w)
+{
+	(void)qp;
+	if (w->ud_ah.is_global)
+		return srdma_gid_is_mcast(w->ud_ah.grh.dgid.raw);
+	return !srdma_link_is_eth() && w->ud_dlid >= SRDMA_MCAST_LID_BASE &&
+	       w->ud_dlid != 0xffff;
+}
+
+static int exec_mcast(struct srdma_qp *qp, struct srdma_swqe *w,
+		      struct outcome *o, bool *net)
+{
+	struct srdma_mcast_dest d[SRDMA_MCAST_QP_ATTACH];
+	bool grh = w->ud_ah.is_global, eth = srdma_link_is_eth();
+	struct srdma_target t;
+	unsigned int n, i;
+
+	o->byte_len = (uint32_t)sge_total(w);
+	*net = false;
+	/* IBA: a multicast DLID (or, with a GRH, MGID) and DQPN 0xffffff
+	 * together; anything else reaches nobody. */
+	if (!ud_is_mcast(qp, w) || w->ud_qpn != SRDMA_MCAST_QPN)
+		return EXEC_DONE;
+	if (eth && grh && qp->net && srdma_net_mcast_wire() &&
+	    srdma_transport_mode() != SRDMA_TRANSPORT_HOST) {
+		if (srdma_netreq_post(qp, w))
+			return EXEC_NOMEM;	/* nothing happened */
+		*net = true;
+	}
+	n = srdma_mcast_members(qp->ctx, grh ? w->ud_ah.grh.dgid.raw : NULL,
+				(uint16_t)w->ud_dlid, 0, d, SRDMA_MCAST_QP_ATTACH);
+	for (i = 0; i < n; i++) {
+		struct outcome one = { .req_status = IBV_WC_SUCCESS };
+
+		if (d[i].qpn == qp->ib.qp.qp_num && qp->block_self_mc)
+			continue;
+		if (eth && !srdma_net_host_reaches(qp->ctx, d[i].qpn))
+			continue;	/* the wire's */
+		/* A member whose process died (and whose LID another
+		 * context may own now) is stale: skipped. */
+		if (!resolve(qp, 0, d[i].qpn, &t) || t.p->pid != d[i].pid ||
+		    t.p->start != d[i].start_time ||
+		    !srdma_resp_qp_receives(&t) ||
+		    !srdma_resp_qkey_ok(&t, w->ud_qkey))
+			continue;
+		exec_send(qp, w, &t, &one);
+		if (one.req_status == IBV_WC_LOC_PROT_ERR) {
+			o->req_status = IBV_WC_LOC_PROT_ERR;
+			break;	/* our gather list: no copy can go */
+		}
+	}
+	return EXEC_DONE;
+}
+
 /* Execute @w. sq_lock held. Return EXEC_DONE (completion posted as needed,
  * or handed to the net transport, which completes it later), EXEC_RNR
  * (nothing happened; retry later) or EXEC_NOMEM (nothing happened; the
@@ -828,6 +896,15 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		goto done;
 	default:
 		break;
+	}
+	if (qp->type == IBV_QPT_UD &&
+	    (w->ud_qpn == SRDMA_MCAST_QPN || ud_is_mcast(qp, w))) {
+		bool net;
+
+		r = exec_mcast(qp, w, &o, &net);
+		if (net || r == EXEC_NOMEM)
+			return r;	/* the net requester completes it */
+		goto done;
 	}
 	if (via_net(qp, w))
 		return srdma_netreq_post(qp, w) ? EXEC_NOMEM : EXEC_DONE;

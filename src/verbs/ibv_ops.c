@@ -163,4 +163,5 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	srdma_verbs_set_dm_ops(ctx);
 	srdma_verbs_set_tm_ops(ctx);
 	srdma_verbs_set_raw_ops(ctx);
+	srdma_verbs_set_mcast_ops(ctx);
 }

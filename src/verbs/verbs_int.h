@@ -43,6 +43,8 @@ struct ibv_srq *srdma_verbs_create_srq_tm(struct ibv_context *context,
 					  struct ibv_srq_init_attr_ex *attr);
 void srdma_verbs_set_tm_ops(struct srdma_context *ctx);
 void srdma_verbs_fill_tm_caps(struct ibv_tm_caps *caps);
+/* ibv_attach_mcast/ibv_detach_mcast in the context's ops (ibv_mcast.c). */
+void srdma_verbs_set_mcast_ops(struct srdma_context *ctx);
 /**
  * srdma_verbs_import_release() - ibv_close_device of @context: if
  * ibv_import_device handed it out as an alias, drop one reference and
