@@ -50,6 +50,24 @@ static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
+	/* A basic SRQ that came here (a CQ or XRCD named needlessly): the
+	 * extra attributes mean nothing to it, as on mlx5. */
+	if ((!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
+	     attr->srq_type == IBV_SRQT_BASIC) &&
+	    (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD)) {
+		struct ibv_srq_init_attr basic = {
+			.srq_context = attr->srq_context,
+			.attr = attr->attr,
+		};
+
+		ret = srdma_srq_create(attr->pd, &basic, &srq);
+		if (ret) {
+			errno = -ret;
+			return NULL;
+		}
+		attr->attr = basic.attr;
+		return &srq->ibsrq;
+	}
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
 	    attr->srq_type != IBV_SRQT_XRC) {
 		srdma_dbg("create_srq_ex: srq_type %d, comp_mask %#x not "
