@@ -100,6 +100,14 @@ endforeach()
 # XRC (docs/design/xrc.md): XRC domains, SRQs, INI and TGT QPs.
 srdma_client_test(xsrq_pingpong xsrq ibv_xsrq_pingpong -n 200)
 srdma_client_test(xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 200 -e)
+# One server, 3 clients, one XRC SRQ each side (xsrq_multi.sh).
+srdma_client_port(xsrq_port)
+add_test(NAME clients.xsrq_pingpong_3clients
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/xsrq_multi.sh
+		$<TARGET_FILE:srdma> ${xsrq_port} 3)
+set_tests_properties(clients.xsrq_pingpong_3clients PROPERTIES TIMEOUT 90
+	LABELS clients SKIP_RETURN_CODE 77)
+srdma_test_env(clients.xsrq_pingpong_3clients)
 # perftest's XRC connection type (-c XRC: XRC_SEND to XRC_RECV QPs, an
 # XRC SRQ on the receiving side).
 foreach(t send write read atomic)

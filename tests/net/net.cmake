@@ -302,6 +302,11 @@ srdma_net_props(net.ranks 300)
 # the TGT QPs of one domain).
 srdma_net_pair(net.xsrq_pingpong xsrq ibv_xsrq_pingpong -n 50)
 srdma_net_pair(net.xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 50 -e)
+# One server in host 1, 3 clients in host 2 (tests/clients/xsrq_multi.sh).
+add_test(NAME net.xsrq_pingpong_3clients
+	COMMAND bash ${SRDMA_NET_DIR}/../clients/xsrq_multi.sh --hosts
+		$<TARGET_FILE:srdma> 18519 3)
+srdma_net_props(net.xsrq_pingpong_3clients 90)
 # perftest -c XRC across two hosts.
 srdma_net_pair(net.ib_send_bw_xrc bw ib_send_bw -d srdma0 -c XRC -n 500)
 srdma_net_pair(net.ib_write_bw_xrc bw ib_write_bw -d srdma0 -c XRC -n 500)
