@@ -36,6 +36,12 @@ static struct ibv_xrcd *op_open_xrcd(struct ibv_context *context,
 
 static int op_close_xrcd(struct ibv_xrcd *xrcd)
 {
+	/* Inherited across fork(): only our copy of its lock file goes
+	 * (the domain stays held by the parent). */
+	if (srdma_handle_forget_inherited(xrcd, SRDMA_OBJ_XRCD)) {
+		srdma_xrcd_drop_inherited(xrcd);
+		return 0;
+	}
 	return -srdma_xrcd_close(xrcd);
 }
 
