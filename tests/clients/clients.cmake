@@ -108,6 +108,12 @@ add_test(NAME clients.xsrq_pingpong_3clients
 set_tests_properties(clients.xsrq_pingpong_3clients PROPERTIES TIMEOUT 90
 	LABELS clients SKIP_RETURN_CODE 77)
 srdma_test_env(clients.xsrq_pingpong_3clients)
+# rdmacm-utils' rdma_xserver / rdma_xclient over XRC (-c x): an XRC_RECV
+# id with an XRC SRQ in the device's private XRC domain, its SRQ number
+# in the accept's private data, an XRC_SEND id that sends to it.
+srdma_cm_test(rdma_xserver_xclient_xrc cm
+	SERVER rdma_xserver -c x
+	CLIENT rdma_xclient -c x -s 127.0.0.1)
 # perftest's XRC connection type (-c XRC: XRC_SEND to XRC_RECV QPs, an
 # XRC SRQ on the receiving side).
 foreach(t send write read atomic)

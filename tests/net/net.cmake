@@ -314,3 +314,6 @@ srdma_net_pair(net.ib_read_lat_xrc lat ib_read_lat -d srdma0 -c XRC -n 300)
 srdma_net_pair(net.ib_atomic_bw_xrc bw ib_atomic_bw -d srdma0 -c XRC -n 500)
 srdma_net_pair(net.ib_send_lat_xrc_events lat
 	ib_send_lat -d srdma0 -c XRC -n 300 -e)
+# rdma_xserver / rdma_xclient over XRC through rdma_cm, across two hosts.
+srdma_net_cm(net.cm.rdma_xserver_xclient_xrc cm
+	@server rdma_xserver -c x @client rdma_xclient -c x -s @ADDR)
