@@ -5,8 +5,9 @@
  *
  * The transition table is the InfiniBand one (QP state diagram plus the
  * Modify QP verb's required/optional attribute lists) as the Linux kernel's
- * ib_modify_qp_is_ok() encodes it, restricted to RC, UC, UD and the two XRC types (INI, TGT), so that an
- * application sees the same EINVALs here as on rxe, siw or a real HCA.
+ * ib_modify_qp_is_ok() encodes it, restricted to RC, UC, UD and the two
+ * XRC types (INI, TGT), so that an application sees the same EINVALs here
+ * as on rxe, siw or a real HCA.
  * Two properties of that encoding are kept on purpose:
  *
  *  - Legality is per (cur, next) pair, not per type; only the attribute
