@@ -169,6 +169,8 @@ void srdma_cm_device_put(struct cm_device *d)
 	if (--d->refs)
 		return;
 	/* Still in use (the application kept MRs on it): keep it. */
+	if (d->xrcd && !ibv_close_xrcd(d->xrcd))
+		d->xrcd = NULL;	/* (as the PD: kept while SRQs use it) */
 	if (!ibv_dealloc_pd(d->pd))
 		d->pd = NULL;
 }

@@ -137,6 +137,8 @@ struct cm_device {
 				    * AV needs a GRH (our GID 0 -> theirs) */
 	uint8_t max_resp_res;	   /* max_qp_rd_atom */
 	uint8_t max_init_depth;	   /* max_qp_init_rd_atom */
+	struct ibv_xrcd *xrcd;	   /* cm lock: the private XRC domain of
+				    * XRC ids (cma_qp.c), or NULL */
 };
 
 struct cm_id {

@@ -20,6 +20,7 @@
  * Everything here uses only the public verbs API of our libibverbs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +37,11 @@ int srdma_cm_qp_attr(struct cm_id *id, struct ibv_qp_attr *attr, int *mask)
 	enum ibv_qp_state state = attr->qp_state;
 	struct cm_conn *c = &id->conn;
 	bool ud = id->id.qp_type == IBV_QPT_UD;
-	bool rc = id->id.qp_type == IBV_QPT_RC;
+	/* XRC QPs take RC's attributes; each ignores those of the half it
+	 * lacks (docs/design/xrc.md). */
+	bool rc = id->id.qp_type == IBV_QPT_RC ||
+		  id->id.qp_type == IBV_QPT_XRC_SEND ||
+		  id->id.qp_type == IBV_QPT_XRC_RECV;
 
 	if (!id->dev)
 		return -EINVAL;
@@ -242,6 +247,28 @@ static int init_ud_qp(struct cm_id *id, struct ibv_qp *qp)
 	return ret;
 }
 
+/*
+ * The XRC domain of an id's XRC SRQ or TGT QP when the application names
+ * none: one private domain per device, as librdmacm keeps. NULL with
+ * errno set on failure. Requires the cm lock.
+ */
+static struct ibv_xrcd *dev_xrcd(struct cm_id *id)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+
+	if (!id->dev) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!id->dev->xrcd)
+		id->dev->xrcd = ibv_open_xrcd(id->dev->verbs, &a);
+	return id->dev->xrcd;
+}
+
 SRDMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 				   struct ibv_qp_init_attr_ex *attr)
 {
@@ -280,6 +307,15 @@ SRDMA_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id,
 		attr->recv_cq = id->recv_cq;
 	if (id->srq && !attr->srq)
 		attr->srq = id->srq;
+	if (attr->qp_type == IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+		attr->xrcd = dev_xrcd(cid);
+		if (!attr->xrcd) {
+			ret = errno ? -errno : -ENOMEM;
+			goto err_destroy_cqs;
+		}
+		attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+	}
 	qp = ibv_create_qp_ex(id->verbs, attr);
 	if (!qp) {
 		ret = errno ? -errno : -ENOMEM;
@@ -359,10 +395,30 @@ SRDMA_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id,
 		ret = -EINVAL;
 		goto out;
 	}
-	if (attr->srq_type != IBV_SRQT_BASIC) {
-		/* XRC is not offered: ibv_open_xrcd would fail. */
+	if (attr->srq_type == IBV_SRQT_XRC) {
+		/* The device's private domain and the id's receive CQ unless
+		 * the application names its own, as librdmacm. */
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
+		    !attr->xrcd) {
+			attr->xrcd = dev_xrcd(to_cm_id(id));
+			if (!attr->xrcd) {
+				ret = errno ? -errno : -ENOMEM;
+				goto out;
+			}
+		}
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+			if (!id->recv_cq) {
+				ret = create_cqs(id, 0, attr->attr.max_wr);
+				if (ret)
+					goto out;
+			}
+			attr->cq = id->recv_cq;
+		}
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD |
+				   IBV_SRQ_INIT_ATTR_CQ;
+	} else if (attr->srq_type != IBV_SRQT_BASIC) {
 		srdma_dbg("rdma_create_srq_ex: srq_type %d not supported "
-			  "(basic SRQs only, no XRC)", (int)attr->srq_type);
+			  "(basic and XRC SRQs only)", (int)attr->srq_type);
 		ret = -EOPNOTSUPP;
 		goto out;
 	}

@@ -631,9 +631,10 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 		return -EINVAL;
 	}
 	/* A TGT QP still opened elsewhere in this process lives on, as the
-	 * kernel keeps it for its other handles. */
+	 * kernel keeps it for its other handles; no new handle may open it
+	 * from now on either way. */
 	keep = qp->n_open > 0;
-	qp->zombie = keep;
+	qp->zombie = true;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!keep)
 		qp_free(qp);

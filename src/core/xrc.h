@@ -58,6 +58,14 @@ int srdma_xrcd_open(struct srdma_context *ctx, struct ibv_xrcd_init_attr *a,
  */
 int srdma_xrcd_close(struct ibv_xrcd *ibxrcd);
 
+/**
+ * srdma_xrcd_drop_inherited() - ibv_close_xrcd of a domain inherited across
+ * fork(), after srdma_handle_forget_inherited(): close this process's copy
+ * of its lock file, so the parent's close ends the domain. Touches nothing
+ * shared and takes no lock. Context: a fork child.
+ */
+void srdma_xrcd_drop_inherited(struct ibv_xrcd *ibxrcd);
+
 /* Resolve a public XRC domain pointer; NULL if not a live one of ours. */
 struct srdma_xrcd *srdma_xrcd_lookup(struct ibv_xrcd *ibxrcd);
 

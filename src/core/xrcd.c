@@ -222,3 +222,12 @@ int srdma_xrcd_close(struct ibv_xrcd *ibxrcd)
 	xrcd_put(x);
 	return 0;
 }
+
+void srdma_xrcd_drop_inherited(struct ibv_xrcd *ibxrcd)
+{
+	struct srdma_xrcd *x = container_of(ibxrcd, struct srdma_xrcd, ibxrcd);
+
+	if (x->lock_fd >= 0)
+		close(x->lock_fd);
+	x->lock_fd = -1;
+}

@@ -499,7 +499,8 @@ static void qpx_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
  *
  * Every op is set whatever @send_ops_flags says, so no pointer an inline
  * of verbs.h may call is NULL; the flags were already checked against
- * what softrdma supports, and the operations it lacks (TSO) make wr_complete fail with EOPNOTSUPP. Starts an empty batch.
+ * what softrdma supports, and the operation it lacks (TSO) makes
+ * wr_complete fail with EOPNOTSUPP. Starts an empty batch.
  *
  * Context: create path, before the QP is published; takes no lock.
  */

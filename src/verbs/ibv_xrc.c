@@ -36,6 +36,12 @@ static struct ibv_xrcd *op_open_xrcd(struct ibv_context *context,
 
 static int op_close_xrcd(struct ibv_xrcd *xrcd)
 {
+	/* Inherited across fork(): only our copy of its lock file goes
+	 * (the domain stays held by the parent). */
+	if (srdma_handle_forget_inherited(xrcd, SRDMA_OBJ_XRCD)) {
+		srdma_xrcd_drop_inherited(xrcd);
+		return 0;
+	}
 	return -srdma_xrcd_close(xrcd);
 }
 
@@ -53,6 +59,24 @@ static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
 	    attr->srq_type == IBV_SRQT_TM)
 		return srdma_verbs_create_srq_tm(context, attr); /* ibv_tm.c */
+	/* A basic SRQ that came here (a CQ or XRCD named needlessly): the
+	 * extra attributes mean nothing to it, as on mlx5. */
+	if ((!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
+	     attr->srq_type == IBV_SRQT_BASIC) &&
+	    (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD)) {
+		struct ibv_srq_init_attr basic = {
+			.srq_context = attr->srq_context,
+			.attr = attr->attr,
+		};
+
+		ret = srdma_srq_create(attr->pd, &basic, &srq);
+		if (ret) {
+			errno = -ret;
+			return NULL;
+		}
+		attr->attr = basic.attr;
+		return &srq->ibsrq;
+	}
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ||
 	    attr->srq_type != IBV_SRQT_XRC) {
 		srdma_dbg("create_srq_ex: srq_type %d, comp_mask %#x not "

@@ -100,6 +100,20 @@ endforeach()
 # XRC (docs/design/xrc.md): XRC domains, SRQs, INI and TGT QPs.
 srdma_client_test(xsrq_pingpong xsrq ibv_xsrq_pingpong -n 200)
 srdma_client_test(xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 200 -e)
+# One server, 3 clients, one XRC SRQ each side (xsrq_multi.sh).
+srdma_client_port(xsrq_port)
+add_test(NAME clients.xsrq_pingpong_3clients
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/xsrq_multi.sh
+		$<TARGET_FILE:srdma> ${xsrq_port} 3)
+set_tests_properties(clients.xsrq_pingpong_3clients PROPERTIES TIMEOUT 90
+	LABELS clients SKIP_RETURN_CODE 77)
+srdma_test_env(clients.xsrq_pingpong_3clients)
+# rdmacm-utils' rdma_xserver / rdma_xclient over XRC (-c x): an XRC_RECV
+# id with an XRC SRQ in the device's private XRC domain, its SRQ number
+# in the accept's private data, an XRC_SEND id that sends to it.
+srdma_cm_test(rdma_xserver_xclient_xrc cm
+	SERVER rdma_xserver -c x
+	CLIENT rdma_xclient -c x -s 127.0.0.1)
 # perftest's XRC connection type (-c XRC: XRC_SEND to XRC_RECV QPs, an
 # XRC SRQ on the receiving side).
 foreach(t send write read atomic)

@@ -1643,7 +1643,8 @@ static void test_cm_srq(void **state)
 	rdma_destroy_srq(id);
 	CM_CHECK(!id->srq, "id->srq after rdma_destroy_srq");
 
-	/* rdma_create_srq_ex: the TYPE bit is required; XRC is not offered. */
+	/* rdma_create_srq_ex: the TYPE bit is required; tag-matching SRQs
+	 * are not offered (XRC is: clients.rdma_xserver_xclient_xrc). */
 	id2 = resolved_id(ch);
 	memset(&ex, 0, sizeof(ex));
 	ex.attr.max_wr = 16;
@@ -1651,9 +1652,9 @@ static void test_cm_srq(void **state)
 	CM_CHECK_ERR(rdma_create_srq_ex(id2, &ex), EINVAL,
 		     "rdma_create_srq_ex without IBV_SRQ_INIT_ATTR_TYPE");
 	ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE;
-	ex.srq_type = IBV_SRQT_XRC;
+	ex.srq_type = IBV_SRQT_TM;
 	CM_CHECK_ERR(rdma_create_srq_ex(id2, &ex), EOPNOTSUPP,
-		     "rdma_create_srq_ex with IBV_SRQT_XRC");
+		     "rdma_create_srq_ex with IBV_SRQT_TM");
 	CM_CHECK(!id2->srq, "failed rdma_create_srq_ex left an SRQ");
 
 	/* A PD of our own is used; id->pd stays the default one. */

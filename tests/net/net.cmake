@@ -302,6 +302,11 @@ srdma_net_props(net.ranks 300)
 # the TGT QPs of one domain).
 srdma_net_pair(net.xsrq_pingpong xsrq ibv_xsrq_pingpong -n 50)
 srdma_net_pair(net.xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 50 -e)
+# One server in host 1, 3 clients in host 2 (tests/clients/xsrq_multi.sh).
+add_test(NAME net.xsrq_pingpong_3clients
+	COMMAND bash ${SRDMA_NET_DIR}/../clients/xsrq_multi.sh --hosts
+		$<TARGET_FILE:srdma> 18519 3)
+srdma_net_props(net.xsrq_pingpong_3clients 90)
 # perftest -c XRC across two hosts.
 srdma_net_pair(net.ib_send_bw_xrc bw ib_send_bw -d srdma0 -c XRC -n 500)
 srdma_net_pair(net.ib_write_bw_xrc bw ib_write_bw -d srdma0 -c XRC -n 500)
@@ -322,3 +327,6 @@ target_link_libraries(net_raw_wire PRIVATE ibverbs)
 add_test(NAME net.raw_wire
 	COMMAND bash ${SRDMA_NET_DIR}/net_raw.sh $<TARGET_FILE:net_raw_wire>)
 srdma_net_props(net.raw_wire 120)
+# rdma_xserver / rdma_xclient over XRC through rdma_cm, across two hosts.
+srdma_net_cm(net.cm.rdma_xserver_xclient_xrc cm
+	@server rdma_xserver -c x @client rdma_xclient -c x -s @ADDR)

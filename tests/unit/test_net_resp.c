@@ -12,11 +12,13 @@
  * packets, RNR NAK with the QP's timer, one NAK per PSN gap, duplicate
  * SEND re-ACKed, READ replayed from inside its response, an atomic
  * executed once, a bad rkey NAKed 0x62 with the QP in ERR, a bad length
- * NAKed 0x61, UC dropping a broken message, UD Q_Key drops and GRH, and a
- * storm of random packets that must never crash or leak.
+ * NAKed 0x61, UC dropping a broken message, UD Q_Key drops and GRH, an
+ * XRC TGT QP's SRQ from the XRCETH (and its refusals), and a storm of
+ * random packets that must never crash or leak.
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +30,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/xrc.h"
 #include "transport/net/net.h"
 
 #define MTU	  1024u
@@ -113,6 +116,7 @@ struct fx {
 	struct srdma_cq *cq;
 	struct srdma_mr *mr;
 	struct srdma_srq *srq; /* or NULL */
+	struct srdma_xrcd *xrcd; /* XRC_RECV: its domain (SRQ in it) */
 	uint8_t *buf;	       /* BUF bytes, registered */
 	struct srdma_qp *qp;
 	struct srdma_net_qp nq;
@@ -158,7 +162,27 @@ static struct fx *fx_new(enum ibv_qp_type type, uint32_t access, uint32_t epsn)
 		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	assert_int_equal(srdma_mr_reg(&f->pd->ibpd, &ma, &f->mr), 0);
 
-	if (use_srq) {
+	if (type == IBV_QPT_XRC_RECV) {
+		struct ibv_xrcd_init_attr xa = {0};
+		struct ibv_srq_init_attr_ex sx = {0};
+
+		xa.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+			       IBV_XRCD_INIT_ATTR_OFLAGS;
+		xa.fd = -1;
+		xa.oflags = O_CREAT;
+		assert_int_equal(srdma_xrcd_open(f->ctx, &xa, &f->xrcd), 0);
+		sx.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+		sx.srq_type = IBV_SRQT_XRC;
+		sx.pd = &f->pd->ibpd;
+		sx.xrcd = &f->xrcd->ibxrcd;
+		sx.cq = &f->cq->ib.cq;
+		sx.attr.max_wr = 64;
+		sx.attr.max_sge = 4;
+		assert_int_equal(srdma_srq_create_xrc(f->ctx, &sx, &f->srq), 0);
+		qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+		qa.xrcd = &f->xrcd->ibxrcd;
+	} else if (use_srq) {
 		struct ibv_srq_init_attr sa = {0};
 
 		sa.attr.max_wr = 64;
@@ -167,8 +191,10 @@ static struct fx *fx_new(enum ibv_qp_type type, uint32_t access, uint32_t epsn)
 				 0);
 		qa.srq = &f->srq->ibsrq;
 	}
-	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
-	qa.pd = &f->pd->ibpd;
+	if (type != IBV_QPT_XRC_RECV) {
+		qa.comp_mask = IBV_QP_INIT_ATTR_PD;
+		qa.pd = &f->pd->ibpd;
+	}
 	qa.send_cq = &f->cq->ib.cq;
 	qa.recv_cq = &f->cq->ib.cq;
 	qa.qp_type = type;
@@ -200,7 +226,7 @@ static struct fx *fx_new(enum ibv_qp_type type, uint32_t access, uint32_t epsn)
 		at.ah_attr.port_num = 1;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
-		if (type == IBV_QPT_RC) {
+		if (type == IBV_QPT_RC || type == IBV_QPT_XRC_RECV) {
 			at.max_dest_rd_atomic = 4;
 			at.min_rnr_timer = RNR_TIMER;
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -250,6 +276,8 @@ static void fx_free(struct fx *f)
 	assert_int_equal(srdma_qp_destroy(f->qp), 0);
 	if (f->srq)
 		assert_int_equal(srdma_srq_destroy(f->srq), 0);
+	if (f->xrcd)
+		assert_int_equal(srdma_xrcd_close(&f->xrcd->ibxrcd), 0);
 	assert_int_equal(srdma_mr_dereg(&f->mr->ibmr), 0);
 	assert_int_equal(srdma_cq_destroy(f->cq), 0);
 	assert_int_equal(srdma_pd_dealloc(f->pd), 0);
@@ -329,13 +357,24 @@ static void inject(struct fx *f, struct srdma_pkt *p, const void *data,
 static struct srdma_pkt req(struct fx *f, uint8_t op, uint32_t psn)
 {
 	struct srdma_pkt p = {0};
-	uint8_t tr = f->type == IBV_QPT_RC   ? SRDMA_TR_RC
-		     : f->type == IBV_QPT_UC ? SRDMA_TR_UC
-					     : SRDMA_TR_UD;
+	uint8_t tr = f->type == IBV_QPT_RC	   ? SRDMA_TR_RC
+		     : f->type == IBV_QPT_UC	   ? SRDMA_TR_UC
+		     : f->type == IBV_QPT_XRC_RECV ? SRDMA_TR_XRC
+						   : SRDMA_TR_UD;
 
 	p.opcode = tr | op;
 	p.psn = psn;
+	if (f->type == IBV_QPT_XRC_RECV)
+		p.xrc_srqn = srdma_srq_num(f->srq);
 	return p;
+}
+
+static void check_ack_tr(int i, uint8_t tr, uint8_t syndrome, uint32_t psn)
+{
+	assert_true(i < ntx);
+	assert_int_equal(tx[i].p.opcode, tr | SRDMA_OP_ACK);
+	assert_int_equal(tx[i].p.syndrome, syndrome);
+	assert_int_equal(tx[i].p.psn, psn);
 }
 
 static void check_ack(int i, uint8_t syndrome, uint32_t psn)
@@ -1100,6 +1139,78 @@ static void test_uc_gap(void **state)
 /* From an SRQ the WQE is consumed at the first packet: a message in
  * three packets completes once; a UC message too long for its buffer
  * completes it with LOC_LEN_ERR (it cannot go back), the QP stays. */
+/*
+ * XRC TGT (docs/design/xrc.md): every request names the XRC SRQ in its
+ * XRCETH; a message lands in that SRQ and its CQ, the answers carry the
+ * XRC transport (ACK 0xb1, READ response 0xb0) and no XRCETH. An SRQ
+ * number that names no SRQ of the domain, or a middle packet that names
+ * another SRQ than its message's first: NAK Remote Access Error, the QP
+ * in ERR, a WQE already taken back flushed.
+ */
+static void test_xrc(void **state)
+{
+	uint8_t data[MTU + 100];
+	struct srdma_pkt p;
+	struct ibv_wc wc;
+	struct fx *f;
+	uint32_t i, srqn;
+
+	(void)state;
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = pat(i);
+	f = fx_new(IBV_QPT_XRC_RECV, IBV_ACCESS_REMOTE_READ |
+					     IBV_ACCESS_REMOTE_WRITE, 5);
+	srqn = srdma_srq_num(f->srq);
+	post_recv(f, 31, 0, 4096);
+	post_recv(f, 32, 4096, 4096);
+	p = req(f, SRDMA_OP_SEND_FIRST, 5);
+	inject(f, &p, data, MTU);
+	p = req(f, SRDMA_OP_SEND_LAST, 6);
+	p.ackreq = true;
+	inject(f, &p, data + MTU, 100);
+	check_ack_tr(0, SRDMA_TR_XRC, SRDMA_AETH_ACK, 6);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 31);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, sizeof(data));
+	assert_int_equal(wc.qp_num, f->nq.qpn);
+	assert_memory_equal(f->buf, data, sizeof(data));
+	/* READ: the key in the SRQ's PD; the response is XRC's. */
+	p = req(f, SRDMA_OP_READ_REQ, 7);
+	p.va = (uintptr_t)f->buf;
+	p.rkey = f->mr->ibmr.rkey;
+	p.dma_len = 64;
+	inject(f, &p, NULL, 0);
+	assert_int_equal(ntx, 2);
+	assert_int_equal(tx[1].p.opcode,
+			 SRDMA_TR_XRC | SRDMA_OP_READ_RESP_ONLY);
+	assert_false(tx[1].p.hdrs & SRDMA_HDR_XRCETH);
+	assert_memory_equal(tx[1].p.payload, data, 64);
+	/* A middle packet naming another SRQ. */
+	p = req(f, SRDMA_OP_SEND_FIRST, 8);
+	inject(f, &p, data, MTU);
+	p = req(f, SRDMA_OP_SEND_LAST, 9);
+	p.xrc_srqn = srqn + 1;
+	inject(f, &p, data, 4);
+	check_ack_tr(2, SRDMA_TR_XRC, SRDMA_AETH_NAK_ACC, 9);
+	assert_int_equal(qp_state(f), IBV_QPS_ERR);
+	assert_int_equal(cq_poll(f, &wc, 1), 1);
+	assert_int_equal(wc.wr_id, 32);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	fx_free(f);
+
+	/* A request naming no SRQ of the domain. */
+	f = fx_new(IBV_QPT_XRC_RECV, 0, 1);
+	post_recv(f, 41, 0, 4096);
+	p = req(f, SRDMA_OP_SEND_ONLY, 1);
+	p.xrc_srqn = srdma_srq_num(f->srq) ^ 0x100;
+	inject(f, &p, data, 8);
+	check_ack_tr(0, SRDMA_TR_XRC, SRDMA_AETH_NAK_ACC, 1);
+	assert_int_equal(qp_state(f), IBV_QPS_ERR);
+	assert_int_equal(cq_poll(f, &wc, 1), 0);
+	fx_free(f);
+}
+
 static void test_srq(void **state)
 {
 	uint8_t data[2 * MTU + 100];
@@ -1365,7 +1476,9 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 				(uint8_t)(ops[(r >> 20) % NOPS] |
 					  (type == IBV_QPT_RC	? SRDMA_TR_RC
 					   : type == IBV_QPT_UC ? SRDMA_TR_UC
-								: SRDMA_TR_UD));
+					   : type == IBV_QPT_XRC_RECV
+						   ? SRDMA_TR_XRC
+						   : SRDMA_TR_UD));
 		if (type == IBV_QPT_UD && (r & 0x400000))
 			p.opcode = SRDMA_TR_UD |
 				   ((r & 0x800000) ? SRDMA_OP_SEND_ONLY
@@ -1391,6 +1504,10 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 		p.src_qp = (uint32_t)rnd();
 		p.inv_rkey = (uint32_t)rnd();
 		p.imm = (uint32_t)rnd();
+		/* XRC: mostly our SRQ, else any number. */
+		if (f->xrcd)
+			p.xrc_srqn = (r & 0x1000000) ? (uint32_t)rnd() & 0xffffff
+						     : srdma_srq_num(f->srq);
 		len = (uint32_t)(rnd() % (MTU + 1));
 		if ((r & 0x10000) ||
 		    (srdma_wire_hdrs(p.opcode) &
@@ -1437,9 +1554,10 @@ static void fuzz_one(enum ibv_qp_type type, int rounds)
 	}
 	printf("  %s: %d packets, %llu sent, %llu NAKs, %llu RNR NAKs, %llu "
 	       "dups, %d CQEs, %d QP errors; dropped:",
-	       type == IBV_QPT_RC   ? "RC"
-	       : type == IBV_QPT_UC ? "UC"
-				    : "UD",
+	       type == IBV_QPT_RC	  ? "RC"
+	       : type == IBV_QPT_UC	  ? "UC"
+	       : type == IBV_QPT_XRC_RECV ? "XRC"
+					  : "UD",
 	       rounds, (unsigned long long)atomic_load(&f->st.tx_pkts),
 	       (unsigned long long)atomic_load(&f->st.naks_sent),
 	       (unsigned long long)atomic_load(&f->st.rnr_sent),
@@ -1464,6 +1582,7 @@ static void test_garbage(void **state)
 	fuzz_one(IBV_QPT_UC, 20000);
 	fuzz_one(IBV_QPT_UD, 10000);
 	use_srq = false;
+	fuzz_one(IBV_QPT_XRC_RECV, 50000);
 }
 
 int main(void)
@@ -1483,6 +1602,7 @@ int main(void)
 		cmocka_unit_test(test_source_transport),
 		cmocka_unit_test(test_uc_gap),
 		cmocka_unit_test(test_srq),
+		cmocka_unit_test(test_xrc),
 		cmocka_unit_test(test_ack_before_cqe),
 		cmocka_unit_test(test_ud),
 		cmocka_unit_test(test_garbage),
