@@ -135,10 +135,10 @@ static int op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 	return -srdma_mr_advise(pd, advice, flags, sg_list, num_sge);
 }
 
-/* XRC and tag-matching SRQs are not offered. Without these ops the
- * inlines of verbs.h fail with EOPNOTSUPP silently; with them the refusal
- * is explained under SRDMA_LOG=debug. (A basic SRQ never gets here:
- * ibv_create_srq_ex turns it into ibv_create_srq.) */
+/* XRC is not offered (tag-matching SRQs are: ibv_tm.c). Without these
+ * ops the inlines of verbs.h fail with EOPNOTSUPP silently; with them the
+ * refusal is explained under SRDMA_LOG=debug. (A basic SRQ never gets
+ * here: ibv_create_srq_ex turns it into ibv_create_srq.) */
 static struct ibv_xrcd *op_open_xrcd(struct ibv_context *context,
 				     struct ibv_xrcd_init_attr *attr)
 {
@@ -157,7 +157,7 @@ static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
 	    attr->srq_type == IBV_SRQT_TM)
 		return srdma_verbs_create_srq_tm(context, attr);	/* ibv_tm.c */
 	srdma_dbg("create_srq_ex: srq_type %d, comp_mask %#x not supported "
-		  "(basic SRQs only: no XRC or tag-matching SRQs)",
+		  "(basic and tag-matching SRQs only: no XRC SRQs)",
 		  attr ? (int)attr->srq_type : -1, attr ? attr->comp_mask : 0);
 	errno = EOPNOTSUPP;
 	return NULL;
