@@ -27,8 +27,10 @@
  * Stale members: a QP attached cannot be destroyed (EBUSY, as the
  * kernel's uverbs), and a context cannot close with QPs, so a member
  * outlives its QP only when its process dies. Each member records its
- * owner's pid and start time: a sender skips a member whose context no
- * longer belongs to that process (engine/requester.c compares the peer),
+ * owner's pid and start time and its QP entry's generation: a sender
+ * skips a member whose context no longer belongs to that process, or
+ * whose QP slot holds another QP by now (a detach and destroy racing the
+ * sender's snapshot; engine/requester.c compares them),
  * and a full table prunes the members of dead processes before it
  * refuses an attach.
  */
@@ -154,18 +156,31 @@ void srdma_mcast_ctx_fini(struct srdma_context *ctx)
  * consistent again. Requires lock. */
 static void table_repair(struct srdma_mcast_file *f)
 {
-	uint32_t i, total = 0;
+	uint32_t i, j, k = 0, total = 0;
 
 	if (f->ngroups > SRDMA_MCAST_GROUPS)
 		f->ngroups = SRDMA_MCAST_GROUPS;
+	/* Rebuild compactly: members with a QPN, groups with members. */
 	for (i = 0; i < f->ngroups; i++) {
-		if (f->g[i].n > SRDMA_MCAST_QP_ATTACH)
-			f->g[i].n = SRDMA_MCAST_QP_ATTACH;
-		total += f->g[i].n;
+		struct srdma_mcast_group *g = &f->g[i];
+		uint32_t n = g->n > SRDMA_MCAST_QP_ATTACH ?
+				     SRDMA_MCAST_QP_ATTACH : g->n, m = 0;
+
+		for (j = 0; j < n; j++)
+			if (g->m[j].qpn)
+				g->m[m++] = g->m[j];
+		g->n = m;
+		if (!m)
+			continue;
+		if (k != i)
+			f->g[k] = *g;
+		k++;
+		total += m;
 	}
+	f->ngroups = k;
 	f->total = total;
 	srdma_warn("mcast table: counts inconsistent (a holder died inside, or garbage), repaired: %u groups, %u attachments",
-		   f->ngroups, total);
+		   k, total);
 }
 
 static void table_lock(struct srdma_mcast_file *f)
@@ -229,7 +244,7 @@ static uint32_t prune_dead(struct srdma_mcast_file *f)
 }
 
 int srdma_mcast_attach(struct srdma_context *ctx, uint32_t qpn,
-		       const uint8_t mgid[16], uint16_t mlid)
+		       uint32_t qp_gen, const uint8_t mgid[16], uint16_t mlid)
 {
 	struct srdma_mcast_file *f = table(ctx, true);
 	struct srdma_mcast_member *m;
@@ -277,6 +292,7 @@ again:
 	m->qpn = qpn;
 	m->mlid = mlid;
 	m->pid = ctx->host.pid;
+	m->qp_gen = qp_gen;
 	m->start_time = ctx->host.start_time;
 	g->n++;
 	f->total++;
@@ -336,6 +352,7 @@ static unsigned int collect(const struct srdma_mcast_group *g, bool by_lid,
 		if (seen(out, n, m->qpn))
 			continue;
 		out[n].qpn = m->qpn;
+		out[n].qp_gen = m->qp_gen;
 		out[n].pid = m->pid;
 		out[n].start_time = m->start_time;
 		n++;
