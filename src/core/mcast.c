@@ -58,7 +58,8 @@ int srdma_qp_attach_mcast(struct srdma_qp *qp, const union ibv_gid *gid,
 
 	if (ret)
 		return ret;
-	ret = srdma_mcast_attach(qp->ctx, qp->ib.qp.qp_num, gid->raw, lid);
+	ret = srdma_mcast_attach(qp->ctx, qp->ib.qp.qp_num, qp->sh->gen,
+				 gid->raw, lid);
 	if (ret < 0)
 		return ret;
 	if (ret == 1)

@@ -842,9 +842,11 @@ static int exec_mcast(struct srdma_qp *qp, struct srdma_swqe *w,
 		if (eth && !srdma_net_host_reaches(qp->ctx, d[i].qpn))
 			continue;	/* the wire's */
 		/* A member whose process died (and whose LID another
-		 * context may own now) is stale: skipped. */
+		 * context may own now), or whose QP slot was reused since
+		 * the snapshot, is stale: skipped. */
 		if (!resolve(qp, 0, d[i].qpn, &t) || t.p->pid != d[i].pid ||
 		    t.p->start != d[i].start_time ||
+		    t.qp->gen != d[i].qp_gen ||
 		    !srdma_resp_qp_receives(&t) ||
 		    !srdma_resp_qkey_ok(&t, w->ud_qkey))
 			continue;

@@ -27,10 +27,12 @@
  * Stale members: a QP attached cannot be destroyed (EBUSY, as the
  * kernel's uverbs), and a context cannot close with QPs, so a member
  * outlives its QP only when its process dies. Each member records its
- * owner's pid and start time: a sender skips a member whose context no
- * longer belongs to that process (engine/requester.c compares the peer),
- * and a full table prunes the members of dead processes before it
- * refuses an attach.
+ * owner's pid and start time and its QP entry's generation: a sender
+ * skips a member whose context no longer belongs to that process, or
+ * whose QP slot holds another QP by now (a detach and destroy racing the
+ * sender's snapshot; engine/requester.c compares them),
+ * and a full table drops the members of dead processes (and any empty
+ * group a crash left behind) before it refuses an attach.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -150,22 +152,55 @@ void srdma_mcast_ctx_fini(struct srdma_context *ctx)
 	}
 }
 
-/* A holder died inside (or a stranger wrote garbage): make the counts
+/*
+ * Rebuild the table compactly: keep the members with a QPN (and with
+ * @alive_only, of a live process) and the groups that keep a member;
+ * recompute the counts. Return how many members and groups went.
+ * Requires lock.
+ */
+static uint32_t table_rebuild(struct srdma_mcast_file *f, bool alive_only)
+{
+	uint32_t i, j, k = 0, total = 0, gone = 0, ng = f->ngroups;
+
+	if (ng > SRDMA_MCAST_GROUPS)
+		ng = SRDMA_MCAST_GROUPS;
+	for (i = 0; i < ng; i++) {
+		struct srdma_mcast_group *g = &f->g[i];
+		uint32_t n = g->n > SRDMA_MCAST_QP_ATTACH ?
+				     SRDMA_MCAST_QP_ATTACH : g->n, m = 0;
+
+		for (j = 0; j < n; j++) {
+			if (!g->m[j].qpn ||
+			    (alive_only &&
+			     !srdma_proc_alive(g->m[j].pid,
+					       g->m[j].start_time))) {
+				gone++;
+				continue;
+			}
+			g->m[m++] = g->m[j];
+		}
+		g->n = m;
+		if (!m) {
+			gone++;
+			continue;
+		}
+		if (k != i)
+			f->g[k] = *g;
+		k++;
+		total += m;
+	}
+	f->ngroups = k;
+	f->total = total;
+	return gone;
+}
+
+/* A holder died inside (or a stranger wrote garbage): make the table
  * consistent again. Requires lock. */
 static void table_repair(struct srdma_mcast_file *f)
 {
-	uint32_t i, total = 0;
-
-	if (f->ngroups > SRDMA_MCAST_GROUPS)
-		f->ngroups = SRDMA_MCAST_GROUPS;
-	for (i = 0; i < f->ngroups; i++) {
-		if (f->g[i].n > SRDMA_MCAST_QP_ATTACH)
-			f->g[i].n = SRDMA_MCAST_QP_ATTACH;
-		total += f->g[i].n;
-	}
-	f->total = total;
+	table_rebuild(f, false);
 	srdma_warn("mcast table: counts inconsistent (a holder died inside, or garbage), repaired: %u groups, %u attachments",
-		   f->ngroups, total);
+		   f->ngroups, f->total);
 }
 
 static void table_lock(struct srdma_mcast_file *f)
@@ -203,33 +238,8 @@ static void member_del(struct srdma_mcast_file *f, uint32_t gi, uint32_t j)
 	}
 }
 
-/* Drop the members of processes that are gone. Requires lock. */
-static uint32_t prune_dead(struct srdma_mcast_file *f)
-{
-	uint32_t gi, j, n = 0;
-
-	for (gi = 0; gi < f->ngroups;) {
-		struct srdma_mcast_group *g = &f->g[gi];
-		uint32_t before = f->ngroups;
-
-		for (j = 0; j < g->n;) {
-			if (srdma_proc_alive(g->m[j].pid, g->m[j].start_time)) {
-				j++;
-				continue;
-			}
-			n++;
-			member_del(f, gi, j);
-			if (f->ngroups != before)
-				break;	/* the group went; gi holds another */
-		}
-		if (f->ngroups == before)
-			gi++;
-	}
-	return n;
-}
-
 int srdma_mcast_attach(struct srdma_context *ctx, uint32_t qpn,
-		       const uint8_t mgid[16], uint16_t mlid)
+		       uint32_t qp_gen, const uint8_t mgid[16], uint16_t mlid)
 {
 	struct srdma_mcast_file *f = table(ctx, true);
 	struct srdma_mcast_member *m;
@@ -254,7 +264,8 @@ again:
 	if (f->total >= SRDMA_MCAST_TOTAL ||
 	    (gi < 0 && f->ngroups >= SRDMA_MCAST_GROUPS) ||
 	    (gi >= 0 && f->g[gi].n >= SRDMA_MCAST_QP_ATTACH)) {
-		if (!pruned && prune_dead(f)) {
+		/* Before refusing: drop what dead processes left. */
+		if (!pruned && table_rebuild(f, true)) {
 			pruned = true;
 			goto again;
 		}
@@ -277,6 +288,7 @@ again:
 	m->qpn = qpn;
 	m->mlid = mlid;
 	m->pid = ctx->host.pid;
+	m->qp_gen = qp_gen;
 	m->start_time = ctx->host.start_time;
 	g->n++;
 	f->total++;
@@ -336,6 +348,7 @@ static unsigned int collect(const struct srdma_mcast_group *g, bool by_lid,
 		if (seen(out, n, m->qpn))
 			continue;
 		out[n].qpn = m->qpn;
+		out[n].qp_gen = m->qp_gen;
 		out[n].pid = m->pid;
 		out[n].start_time = m->start_time;
 		n++;

@@ -37,8 +37,8 @@ struct srdma_mcast_member {
 	uint16_t mlid;		/* the LID given to ibv_attach_mcast */
 	uint16_t reserved;
 	int32_t pid;		/* owning context's process and its start */
-	uint32_t reserved2;	/* time: a dead owner's records are stale */
-	uint64_t start_time;
+	uint32_t qp_gen;	/* time (a dead owner's records are stale), */
+	uint64_t start_time;	/* the QP entry's generation at attach */
 };
 
 /* A group: its MGID and its members m[0..n-1] (compact). */
@@ -73,14 +73,15 @@ struct srdma_mcast_file {
 bool srdma_gid_is_mcast(const uint8_t gid[16]);
 
 /**
- * srdma_mcast_attach() - attach QP @qpn of @ctx to (@mgid, @mlid).
+ * srdma_mcast_attach() - attach QP @qpn of @ctx, whose shared entry has
+ * generation @qp_gen, to (@mgid, @mlid).
  * Context: any thread; takes the table's shared lock.
  * Return: 0 when attached now, 1 when it was attached already (one copy
  * is delivered however often a QP attaches), -ENOMEM when a limit is
  * reached (groups, QPs per group, total) or the table cannot be mapped.
  */
 int srdma_mcast_attach(struct srdma_context *ctx, uint32_t qpn,
-		       const uint8_t mgid[16], uint16_t mlid);
+		       uint32_t qp_gen, const uint8_t mgid[16], uint16_t mlid);
 
 /**
  * srdma_mcast_detach() - undo srdma_mcast_attach() of the same triple.
@@ -93,6 +94,7 @@ int srdma_mcast_detach(struct srdma_context *ctx, uint32_t qpn,
 /* A destination of one multicast send. */
 struct srdma_mcast_dest {
 	uint32_t qpn;
+	uint32_t qp_gen;	/* the QP entry's generation at attach */
 	pid_t pid;		/* owner at attach time */
 	uint64_t start_time;
 };
