@@ -680,10 +680,22 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 	int ret = 0;
 
 	for (i = 0; i < a->num_of_specs && !ret; i++) {
-		const struct ibv_flow_spec *s = (const void *)p;
-		uint32_t type = s->hdr.type;
-		uint16_t size = s->hdr.size;
+		/* The caller's specs follow one another by their sizes, so
+		 * one may be misaligned: each is copied before it is read. */
+		union {
+			struct ibv_flow_spec_eth eth;
+			struct ibv_flow_spec_ipv4 ip4;
+			struct ibv_flow_spec_ipv4_ext ip4x;
+			struct ibv_flow_spec_ipv6 ip6;
+			struct ibv_flow_spec_tcp_udp l4;
+		} u;
+		uint32_t type;
+		uint16_t size;
 		size_t want;
+
+		memcpy(&type, p, sizeof(type));	/* enum ibv_flow_spec_type */
+		memcpy(&size, p + offsetof(struct ibv_flow_spec_eth, size),
+		       sizeof(size));
 
 		switch (type) {
 		case IBV_FLOW_SPEC_ETH:
@@ -729,9 +741,10 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 				  "not %zu", i, type, size, want);
 			return -EINVAL;
 		}
+		memcpy(&u, p, size);	/* size <= sizeof(u): checked */
 		switch (type) {
 		case IBV_FLOW_SPEC_ETH: {
-			const struct ibv_flow_spec_eth *e = (const void *)p;
+			const struct ibv_flow_spec_eth *e = &u.eth;
 
 			PUT(f, dmac, e->val.dst_mac, e->mask.dst_mac);
 			PUT(f, smac, e->val.src_mac, e->mask.src_mac);
@@ -740,7 +753,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 			break;
 		}
 		case IBV_FLOW_SPEC_IPV4: {
-			const struct ibv_flow_spec_ipv4 *e = (const void *)p;
+			const struct ibv_flow_spec_ipv4 *e = &u.ip4;
 
 			ret = need(&f->need_l3, 4, "ipv4");
 			PUT(f, src4, e->val.src_ip, e->mask.src_ip);
@@ -748,8 +761,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 			break;
 		}
 		case IBV_FLOW_SPEC_IPV4_EXT: {
-			const struct ibv_flow_spec_ipv4_ext *e =
-				(const void *)p;
+			const struct ibv_flow_spec_ipv4_ext *e = &u.ip4x;
 
 			ret = need(&f->need_l3, 4, "ipv4");
 			PUT(f, src4, e->val.src_ip, e->mask.src_ip);
@@ -761,7 +773,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 			break;
 		}
 		case IBV_FLOW_SPEC_IPV6: {
-			const struct ibv_flow_spec_ipv6 *e = (const void *)p;
+			const struct ibv_flow_spec_ipv6 *e = &u.ip6;
 
 			ret = need(&f->need_l3, 6, "ipv6");
 			PUT(f, src6, e->val.src_ip, e->mask.src_ip);
@@ -774,8 +786,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 			break;
 		}
 		default: {	/* TCP, UDP */
-			const struct ibv_flow_spec_tcp_udp *e =
-				(const void *)p;
+			const struct ibv_flow_spec_tcp_udp *e = &u.l4;
 
 			ret = need(&f->need_l4, type == IBV_FLOW_SPEC_TCP ?
 				   IPPROTO_TCP : IPPROTO_UDP, "tcp/udp");
