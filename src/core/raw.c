@@ -240,7 +240,7 @@ static void ft_unlock(bool exclusive)
 	pthread_rwlock_unlock(&ft.lock);
 }
 
-/* ---- permission ------------------------------------------------------------ */
+/* ---- permission ---------------------------------------------------------- */
 
 /* CAP_NET_RAW in our effective set (what mlx5's kernel driver asks). */
 static bool have_net_raw(void)
@@ -273,7 +273,7 @@ int srdma_raw_qp_allowed(struct srdma_context *ctx)
 	return 0;
 }
 
-/* ---- RSS QPs ----------------------------------------------------------------- */
+/* ---- RSS QPs ------------------------------------------------------------- */
 
 /* mlx5's rules for a hash configuration. */
 static int rss_check(const struct ibv_rx_hash_conf *h, uint32_t tbl_size)
@@ -291,7 +291,8 @@ static int rss_check(const struct ibv_rx_hash_conf *h, uint32_t tbl_size)
 	}
 	if (f & ~(uint64_t)SRDMA_RSS_FIELDS) {
 		srdma_dbg("create RSS QP: hash fields %#llx not offered",
-			  (unsigned long long)(f & ~(uint64_t)SRDMA_RSS_FIELDS));
+			  (unsigned long long)f &
+				  ~(unsigned long long)SRDMA_RSS_FIELDS);
 		return -EOPNOTSUPP;
 	}
 	if (h->rx_hash_key_len != SRDMA_RSS_KEY_LEN || !h->rx_hash_key) {
@@ -367,7 +368,7 @@ int srdma_raw_qp_release_locked(struct srdma_qp *qp)
 	return 0;
 }
 
-/* ---- work queues ------------------------------------------------------------ */
+/* ---- work queues --------------------------------------------------------- */
 
 static int wq_post_recv(struct ibv_wq *ibwq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad)
@@ -640,7 +641,7 @@ int srdma_rwq_tbl_destroy(struct srdma_rwq_tbl *t)
 	return 0;
 }
 
-/* ---- flow specs --------------------------------------------------------------- */
+/* ---- flow specs ---------------------------------------------------------- */
 
 /* Set the bytes of @val/@mask at @dst/@dmask (value pre-masked). */
 static void put(uint8_t *dst, uint8_t *dmask, const void *val,
@@ -800,7 +801,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 	return ret;
 }
 
-/* ---- frames ------------------------------------------------------------------ */
+/* ---- frames -------------------------------------------------------------- */
 
 static uint16_t be16_at(const uint8_t *p)
 {
@@ -841,7 +842,8 @@ static void parse_frame(const uint8_t *b, uint32_t len, struct frame_info *fi)
 		if (!(be16_at(b + off + 6) & 0x1fff))
 			l4off = off + (b[off] & 0xfu) * 4;
 	} else if (et == 0x86dd && len >= off + 40 && (b[off] >> 4) == 6) {
-		uint32_t w0 = (uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 |
+		uint32_t w0 = (uint32_t)b[off] << 24 |
+			      (uint32_t)b[off + 1] << 16 |
 			      (uint32_t)b[off + 2] << 8 | b[off + 3];
 		uint32_t fl = htonl(w0 & 0xfffff);
 
@@ -984,7 +986,7 @@ int srdma_flow_route(struct srdma_context *ctx, const uint8_t *frame,
 	return n;
 }
 
-/* ---- flows ----------------------------------------------------------------- */
+/* ---- flows --------------------------------------------------------------- */
 
 int srdma_flow_create(struct srdma_qp *qp, struct ibv_flow_attr *a,
 		      struct srdma_flow **out)

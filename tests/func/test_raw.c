@@ -267,7 +267,7 @@ static int child_open(struct side *s)
 	return s->mr ? 0 : 3;
 }
 
-/* ---- InfiniBand port / permission ------------------------------------------ */
+/* ---- InfiniBand port / permission ---------------------------------------- */
 
 static void drop_net_raw(void)
 {
@@ -352,7 +352,7 @@ out:
 	fu_done();
 }
 
-/* ---- bad flows ---------------------------------------------------------------- */
+/* ---- bad flows ----------------------------------------------------------- */
 
 static void test_flow_refusals(void **state)
 {
@@ -435,7 +435,7 @@ static void test_flow_refusals(void **state)
 	fu_done();
 }
 
-/* ---- bad RSS ---------------------------------------------------------------- */
+/* ---- bad RSS ------------------------------------------------------------- */
 
 static struct ibv_wq *make_wq(struct side *s)
 {
@@ -581,7 +581,7 @@ static void test_rss_refusals(void **state)
 	fu_done();
 }
 
-/* ---- traffic ---------------------------------------------------------------- */
+/* ---- traffic ------------------------------------------------------------- */
 
 static void test_steering(void **state)
 {
@@ -826,7 +826,8 @@ static void test_cross_process(void **state)
 		_exit(child_send());
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	fu_expect(WIFEXITED(st) && !WEXITSTATUS(st), "sender child: %#x", st);
-	fu_expect_int(poll_one(rx.cq, &wc, 2000), 1, "frame of another process");
+	fu_expect_int(poll_one(rx.cq, &wc, 2000), 1,
+		      "frame of another process");
 	fu_expect_int(wc.status, IBV_WC_SUCCESS, "its status");
 	fu_expect_int(wc.byte_len, FRAME, "its length");
 	fu_expect_int(rx.buf[29], 0x0b, "its source address");
@@ -895,7 +896,8 @@ static void test_concurrent(void **state)
 		f = ibv_create_flow(qp, &fb.attr);
 		assert_non_null(f);
 		while (ibv_poll_cq(rx.cq, 1, &wc) == 1) {
-			fu_expect_int(wc.status, IBV_WC_SUCCESS, "frame status");
+			fu_expect_int(wc.status, IBV_WC_SUCCESS,
+				      "frame status");
 			got++;
 		}
 		assert_int_equal(ibv_destroy_flow(f), 0);
