@@ -1367,6 +1367,8 @@ static const char *qp_type_str(uint8_t t)
 		return "XRC_INI";	/* docs/design/xrc.md */
 	case IBV_QPT_XRC_RECV:
 		return "XRC_TGT";
+	case IBV_QPT_RAW_PACKET:	/* raw packet QPs and WQs */
+		return "RAW_PACKET";
 	}
 	return NULL;
 }
@@ -1546,7 +1548,8 @@ static void qp_row(struct scan *sc, uint32_t slot)
 	rec_num(r, "pd", pd);
 	dqpn = atomic_load_explicit(&sh->dest_qpn, memory_order_relaxed);
 	dlid = atomic_load_explicit(&sh->dlid, memory_order_relaxed);
-	if (sh->type != IBV_QPT_UD && state >= IBV_QPS_RTR) {
+	if ((sh->type == IBV_QPT_RC || sh->type == IBV_QPT_UC) &&
+	    state >= IBV_QPS_RTR) {
 		uint32_t plid = dqpn >> SRDMA_QPN_SHIFT;
 		bool has_gid = peer_gid(sh, gid, sizeof(gid));
 		int32_t ppid = -1;

@@ -240,7 +240,7 @@ static void ft_unlock(bool exclusive)
 	pthread_rwlock_unlock(&ft.lock);
 }
 
-/* ---- permission ------------------------------------------------------------ */
+/* ---- permission ---------------------------------------------------------- */
 
 /* CAP_NET_RAW in our effective set (what mlx5's kernel driver asks). */
 static bool have_net_raw(void)
@@ -273,7 +273,7 @@ int srdma_raw_qp_allowed(struct srdma_context *ctx)
 	return 0;
 }
 
-/* ---- RSS QPs ----------------------------------------------------------------- */
+/* ---- RSS QPs ------------------------------------------------------------- */
 
 /* mlx5's rules for a hash configuration. */
 static int rss_check(const struct ibv_rx_hash_conf *h, uint32_t tbl_size)
@@ -291,7 +291,8 @@ static int rss_check(const struct ibv_rx_hash_conf *h, uint32_t tbl_size)
 	}
 	if (f & ~(uint64_t)SRDMA_RSS_FIELDS) {
 		srdma_dbg("create RSS QP: hash fields %#llx not offered",
-			  (unsigned long long)(f & ~(uint64_t)SRDMA_RSS_FIELDS));
+			  (unsigned long long)f &
+				  ~(unsigned long long)SRDMA_RSS_FIELDS);
 		return -EOPNOTSUPP;
 	}
 	if (h->rx_hash_key_len != SRDMA_RSS_KEY_LEN || !h->rx_hash_key) {
@@ -367,7 +368,7 @@ int srdma_raw_qp_release_locked(struct srdma_qp *qp)
 	return 0;
 }
 
-/* ---- work queues ------------------------------------------------------------ */
+/* ---- work queues --------------------------------------------------------- */
 
 static int wq_post_recv(struct ibv_wq *ibwq, struct ibv_recv_wr *wr,
 			struct ibv_recv_wr **bad)
@@ -640,7 +641,7 @@ int srdma_rwq_tbl_destroy(struct srdma_rwq_tbl *t)
 	return 0;
 }
 
-/* ---- flow specs --------------------------------------------------------------- */
+/* ---- flow specs ---------------------------------------------------------- */
 
 /* Set the bytes of @val/@mask at @dst/@dmask (value pre-masked). */
 static void put(uint8_t *dst, uint8_t *dmask, const void *val,
@@ -680,10 +681,22 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 	int ret = 0;
 
 	for (i = 0; i < a->num_of_specs && !ret; i++) {
-		const struct ibv_flow_spec *s = (const void *)p;
-		uint32_t type = s->hdr.type;
-		uint16_t size = s->hdr.size;
+		/* The caller's specs follow one another by their sizes, so
+		 * one may be misaligned: each is copied before it is read. */
+		union {
+			struct ibv_flow_spec_eth eth;
+			struct ibv_flow_spec_ipv4 ip4;
+			struct ibv_flow_spec_ipv4_ext ip4x;
+			struct ibv_flow_spec_ipv6 ip6;
+			struct ibv_flow_spec_tcp_udp l4;
+		} u;
+		uint32_t type;
+		uint16_t size;
 		size_t want;
+
+		memcpy(&type, p, sizeof(type));	/* enum ibv_flow_spec_type */
+		memcpy(&size, p + offsetof(struct ibv_flow_spec_eth, size),
+		       sizeof(size));
 
 		switch (type) {
 		case IBV_FLOW_SPEC_ETH:
@@ -729,9 +742,10 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 				  "not %zu", i, type, size, want);
 			return -EINVAL;
 		}
+		memcpy(&u, p, size);	/* size <= sizeof(u): checked */
 		switch (type) {
 		case IBV_FLOW_SPEC_ETH: {
-			const struct ibv_flow_spec_eth *e = (const void *)p;
+			const struct ibv_flow_spec_eth *e = &u.eth;
 
 			PUT(f, dmac, e->val.dst_mac, e->mask.dst_mac);
 			PUT(f, smac, e->val.src_mac, e->mask.src_mac);
@@ -740,7 +754,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 			break;
 		}
 		case IBV_FLOW_SPEC_IPV4: {
-			const struct ibv_flow_spec_ipv4 *e = (const void *)p;
+			const struct ibv_flow_spec_ipv4 *e = &u.ip4;
 
 			ret = need(&f->need_l3, 4, "ipv4");
 			PUT(f, src4, e->val.src_ip, e->mask.src_ip);
@@ -748,8 +762,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 			break;
 		}
 		case IBV_FLOW_SPEC_IPV4_EXT: {
-			const struct ibv_flow_spec_ipv4_ext *e =
-				(const void *)p;
+			const struct ibv_flow_spec_ipv4_ext *e = &u.ip4x;
 
 			ret = need(&f->need_l3, 4, "ipv4");
 			PUT(f, src4, e->val.src_ip, e->mask.src_ip);
@@ -761,7 +774,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 			break;
 		}
 		case IBV_FLOW_SPEC_IPV6: {
-			const struct ibv_flow_spec_ipv6 *e = (const void *)p;
+			const struct ibv_flow_spec_ipv6 *e = &u.ip6;
 
 			ret = need(&f->need_l3, 6, "ipv6");
 			PUT(f, src6, e->val.src_ip, e->mask.src_ip);
@@ -774,8 +787,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 			break;
 		}
 		default: {	/* TCP, UDP */
-			const struct ibv_flow_spec_tcp_udp *e =
-				(const void *)p;
+			const struct ibv_flow_spec_tcp_udp *e = &u.l4;
 
 			ret = need(&f->need_l4, type == IBV_FLOW_SPEC_TCP ?
 				   IPPROTO_TCP : IPPROTO_UDP, "tcp/udp");
@@ -789,7 +801,7 @@ static int parse_specs(const struct ibv_flow_attr *a, struct shm_flow *f)
 	return ret;
 }
 
-/* ---- frames ------------------------------------------------------------------ */
+/* ---- frames -------------------------------------------------------------- */
 
 static uint16_t be16_at(const uint8_t *p)
 {
@@ -830,7 +842,8 @@ static void parse_frame(const uint8_t *b, uint32_t len, struct frame_info *fi)
 		if (!(be16_at(b + off + 6) & 0x1fff))
 			l4off = off + (b[off] & 0xfu) * 4;
 	} else if (et == 0x86dd && len >= off + 40 && (b[off] >> 4) == 6) {
-		uint32_t w0 = (uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 |
+		uint32_t w0 = (uint32_t)b[off] << 24 |
+			      (uint32_t)b[off + 1] << 16 |
 			      (uint32_t)b[off + 2] << 8 | b[off + 3];
 		uint32_t fl = htonl(w0 & 0xfffff);
 
@@ -973,7 +986,7 @@ int srdma_flow_route(struct srdma_context *ctx, const uint8_t *frame,
 	return n;
 }
 
-/* ---- flows ----------------------------------------------------------------- */
+/* ---- flows --------------------------------------------------------------- */
 
 int srdma_flow_create(struct srdma_qp *qp, struct ibv_flow_attr *a,
 		      struct srdma_flow **out)

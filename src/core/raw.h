@@ -22,10 +22,11 @@
 #define SRDMA_RSS_KEY_LEN 40u		/* Toeplitz key (mlx5: 40 bytes) */
 #define SRDMA_RSS_LOG_MAX 8u		/* indirection table: 256 WQs */
 #define SRDMA_RAW_MAX_FRAME 9216u	/* a jumbo frame, FCS excluded */
-#define SRDMA_RSS_FIELDS (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | \
-			  IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 | \
-			  IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP | \
-			  IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
+#define SRDMA_RSS_FIELDS                                                 \
+	(IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 | IBV_RX_HASH_SRC_IPV6 | \
+	 IBV_RX_HASH_DST_IPV6 | IBV_RX_HASH_SRC_PORT_TCP |                   \
+	 IBV_RX_HASH_DST_PORT_TCP | IBV_RX_HASH_SRC_PORT_UDP |               \
+	 IBV_RX_HASH_DST_PORT_UDP)
 #define SRDMA_MAX_RWQ_TBL 256u		/* indirection tables per context */
 
 struct srdma_wq {

@@ -678,7 +678,7 @@ static int unanswered(struct srdma_qp *qp, struct srdma_swqe *w,
 	return EXEC_DONE;
 }
 
-/* ---- raw packet QPs --------------------------------------------------------- */
+/* ---- raw packet QPs ------------------------------------------------------ */
 
 /*
  * Put one frame into the receive queue of raw QP or WQ @d (another

@@ -117,3 +117,11 @@ set_tests_properties(clients.eth.peer_death PROPERTIES TIMEOUT 300
 	SKIP_RETURN_CODE 77)
 srdma_test_env(clients.eth.peer_death)
 srdma_eth_test(clients.eth.peer_death)
+
+# Raw packet QPs, flow steering and RSS (docs/design/raw-packet.md):
+# rdma-core's test_flow and test_rss_traffic (the raw cases of test_qp run
+# in conformance.eth.test_qp). The suite runs them as root only (mlx5 asks
+# for CAP_NET_RAW); skipped for other users.
+srdma_pyverbs_test_with(${CMAKE_SOURCE_DIR}/tests/conformance/run_pyverbs_root.sh
+	eth.test_flow eth 300 test_flow test_rss_traffic)
+srdma_eth_test(conformance.eth.test_flow)

@@ -16,6 +16,7 @@
  */
 #include <arpa/inet.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -266,7 +267,7 @@ static int child_open(struct side *s)
 	return s->mr ? 0 : 3;
 }
 
-/* ---- InfiniBand port / permission ------------------------------------------ */
+/* ---- InfiniBand port / permission ---------------------------------------- */
 
 static void drop_net_raw(void)
 {
@@ -351,7 +352,7 @@ out:
 	fu_done();
 }
 
-/* ---- bad flows ---------------------------------------------------------------- */
+/* ---- bad flows ----------------------------------------------------------- */
 
 static void test_flow_refusals(void **state)
 {
@@ -434,7 +435,7 @@ static void test_flow_refusals(void **state)
 	fu_done();
 }
 
-/* ---- bad RSS ---------------------------------------------------------------- */
+/* ---- bad RSS ------------------------------------------------------------- */
 
 static struct ibv_wq *make_wq(struct side *s)
 {
@@ -580,7 +581,7 @@ static void test_rss_refusals(void **state)
 	fu_done();
 }
 
-/* ---- traffic ---------------------------------------------------------------- */
+/* ---- traffic ------------------------------------------------------------- */
 
 static void test_steering(void **state)
 {
@@ -825,11 +826,93 @@ static void test_cross_process(void **state)
 		_exit(child_send());
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	fu_expect(WIFEXITED(st) && !WEXITSTATUS(st), "sender child: %#x", st);
-	fu_expect_int(poll_one(rx.cq, &wc, 2000), 1, "frame of another process");
+	fu_expect_int(poll_one(rx.cq, &wc, 2000), 1,
+		      "frame of another process");
 	fu_expect_int(wc.status, IBV_WC_SUCCESS, "its status");
 	fu_expect_int(wc.byte_len, FRAME, "its length");
 	fu_expect_int(rx.buf[29], 0x0b, "its source address");
 	assert_int_equal(ibv_destroy_flow(f), 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	side_close(&rx);
+	fu_done();
+}
+
+/* Senders on two threads while flows come and go: nothing but drops. */
+struct sender {
+	struct side s;
+	struct ibv_qp *qp;
+	int sent, bad;
+};
+
+static void *sender_main(void *arg)
+{
+	struct sender *t = arg;
+	struct ibv_wc wc;
+	int i;
+
+	build_frame(t->s.buf, 0x0c0c0c0c, 3000, false);
+	for (i = 0; i < 200; i++) {
+		if (post_frame(&t->s, t->qp, FRAME, IBV_WR_SEND) ||
+		    !poll_one(t->s.cq, &wc, 2000) ||
+		    wc.status != IBV_WC_SUCCESS)
+			t->bad++;
+		else
+			t->sent++;
+	}
+	return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+	struct sender t[2];
+	pthread_t th[2];
+	struct ibv_flow *f;
+	struct flow_buf fb;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	struct side rx;
+	int i, got = 0;
+
+	(void)state;
+	side_open(&rx);
+	if (!raw_ok(rx.ctx)) {
+		side_close(&rx);
+		skip();
+	}
+	qp = raw_qp(&rx, rx.cq);
+	for (i = 0; i < 64; i++)	/* max_recv_wr */
+		post_rx(qp, NULL, &rx, (uint64_t)i, (uint32_t)(i % 8) * 2048);
+	for (i = 0; i < 2; i++) {
+		memset(&t[i], 0, sizeof(t[i]));
+		side_open(&t[i].s);
+		t[i].qp = raw_qp(&t[i].s, t[i].s.cq);
+	}
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, sender_main,
+						&t[i]), 0);
+	for (i = 0; i < 50; i++) {
+		flow_init(&fb, (uint16_t)(i & 3));
+		add_eth(&fb, fb.specs);
+		f = ibv_create_flow(qp, &fb.attr);
+		assert_non_null(f);
+		while (ibv_poll_cq(rx.cq, 1, &wc) == 1) {
+			fu_expect_int(wc.status, IBV_WC_SUCCESS,
+				      "frame status");
+			got++;
+		}
+		assert_int_equal(ibv_destroy_flow(f), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		fu_expect_int(t[i].bad, 0, "sends that failed");
+	}
+	while (ibv_poll_cq(rx.cq, 1, &wc) == 1)
+		got++;
+	fu_expect(got <= 64, "%d frames for 64 WQEs", got);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(ibv_destroy_qp(t[i].qp), 0);
+		side_close(&t[i].s);
+	}
 	assert_int_equal(ibv_destroy_qp(qp), 0);
 	side_close(&rx);
 	fu_done();
@@ -844,6 +927,7 @@ int main(void)
 		cmocka_unit_test(test_steering),
 		cmocka_unit_test(test_rss_spread),
 		cmocka_unit_test(test_cross_process),
+		cmocka_unit_test(test_concurrent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
