@@ -416,17 +416,22 @@ static void test_nak_seq_retransmit(void **state)
 
 static void test_rnr_retry_and_exhaustion(void **state)
 {
+	uint64_t t0;
+
 	env_up(IBV_QPT_RC, 1024, 0);
 	E.qp->attr.rnr_retry = 1;
 	assert_int_equal(post_wr(1, IBV_WR_SEND, 0, 8, 0, 0), 0);
 	assert_int_equal(post_wr(2, IBV_WR_SEND, 0, 8, 0, 0), 0);
+	/* Times are given explicitly, from before the NAK: a preempted
+	 * (loaded, sanitized) run cannot push "now" past the 1.28 ms. */
+	t0 = srdma_now_ns();
 	respond(SRDMA_OP_ACK, 0, SRDMA_AETH_RNR(14), NULL, 0, 0); /* 1.28 ms */
 	assert_int_equal(atomic_load(&E.st.rnr_rcvd), 1);
 	assert_int_equal(E.npk, 2);
 	/* Not before the responder's timer. */
-	srdma_netreq_timer(E.nq, srdma_now_ns());
+	srdma_netreq_timer(E.nq, t0 + 1000000);
 	assert_int_equal(E.npk, 2);
-	assert_true(atomic_load(&E.nq->deadline_ns) >= srdma_now_ns());
+	assert_true(atomic_load(&E.nq->deadline_ns) >= t0 + 1280000);
 	srdma_netreq_timer(E.nq, later(2000000));
 	assert_int_equal(E.npk, 4);
 	assert_int_equal(E.pk[2].p.psn, 0);
