@@ -601,6 +601,24 @@ static int qp_close_opened(struct srdma_qp *h)
 	return 0;
 }
 
+/*
+ * Take @qp's completions still queued out of its CQs, as mlx4/mlx5 do on
+ * the RESET transition and in destroy_qp (their __mlx*_cq_clean): a CQ
+ * shared with other QPs then never hands out a wr_id of a QP that was
+ * reset or is gone, and the other QPs' CQEs keep their order. libfabric's
+ * verbs;ofi_rxm relies on it: after destroying a connection's QP it reposts
+ * the buffer of every successful receive it still polls on that
+ * connection's endpoint, which it has freed (docs/design/stacks.md).
+ * Callers make sure nothing completes for @qp any more.
+ */
+static void clean_cqs(struct srdma_qp *qp)
+{
+	if (qp->send_cq)
+		srdma_cq_clean(qp->send_cq, qp->ib.qp.qp_num);
+	if (qp->recv_cq && qp->recv_cq != qp->send_cq)
+		srdma_cq_clean(qp->recv_cq, qp->ib.qp.qp_num);
+}
+
 int srdma_qp_destroy(struct srdma_qp *qp)
 {
 	struct srdma_context *ctx = qp->ctx;
@@ -678,6 +696,9 @@ static void qp_free(struct srdma_qp *qp)
 	srdma_peer_put(ctx, qp->peer);
 	qp->peer = NULL;
 	pthread_mutex_unlock(&qp->sq_lock);
+	/* Nothing completes for it any more (unpublished, SQ dropped): take
+	 * its completions still queued out of its CQs, as mlx4/mlx5 do. */
+	clean_cqs(qp);
 
 	pthread_mutex_lock(&ctx->lock);
 	srdma_rq_fini(ctx, &sh->rq);	/* no-op without a queue of its own */
@@ -885,10 +906,7 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 		qp->ib.qp.state = next;
 		if (next == IBV_QPS_RESET) {
 			sq_drop_locked(qp);
-			if (qp->send_cq)
-				srdma_cq_clean(qp->send_cq, qp->ib.qp.qp_num);
-			if (qp->recv_cq != qp->send_cq)
-				srdma_cq_clean(qp->recv_cq, qp->ib.qp.qp_num);
+			clean_cqs(qp);
 			if (!qp->srq && sh->rq.size) {
 				srdma_shm_lock(&sh->rq.rlock);
 				atomic_store(&sh->rq.tail,
