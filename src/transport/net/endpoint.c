@@ -83,7 +83,7 @@
 #define TX_SEGS 256		/* packets per sendmmsg */
 #define TX_IOV 1024		/* iovecs per sendmmsg, all units */
 /* The UDP payload of one GSO send: an IPv4 datagram's largest. */
-#define GSO_BYTES (65535u - SRDMA_IPV4_HDR_BYTES - SRDMA_UDP_HDR_BYTES)
+#define GSO_BYTES SRDMA_WIRE_GSO_BYTES
 #define QP_SLOTS (1u << SRDMA_QPN_SHIFT)
 #define SRDMA_NET_POLL_US_DEFAULT 200	/* poll mode after an inline poll */
 #define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
