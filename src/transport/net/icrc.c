@@ -17,7 +17,8 @@
  * srdma_icrc_iov() is the form the net transport uses: the packet as an
  * iovec (headers in one buffer, payload straight from registered memory)
  * so nothing is copied to compute its ICRC. Concurrency: the tables are
- * built under pthread_once.
+ * built under pthread_once; each thread remembers the IP and UDP headers
+ * it saw last with their CRC (icrc_memo), its own.
  */
 #include <endian.h>
 #include <pthread.h>
@@ -323,6 +324,21 @@ int srdma_crc32_impl(int impl)
 }
 
 /*
+ * The last headers icrc_start() saw in this thread, and their CRC: the
+ * packets of one transfer share them (one path, one length), and the 36
+ * or 56 bytes before the BTH, taken a byte or a word at a time, cost about
+ * a third of a 4 KiB packet's ICRC with the payload folded 64 bytes per
+ * instruction. Per thread, so nothing is shared.
+ */
+struct icrc_memo {
+	uint8_t ip[SRDMA_IPV6_HDR_BYTES];
+	uint8_t udp[SRDMA_UDP_HDR_BYTES];
+	size_t ip_len;			/* 0: empty */
+	uint32_t crc;
+};
+static __thread struct icrc_memo icrc_memo;
+
+/*
  * The CRC so far over the LRH stand-in and the masked IP and UDP headers:
  * the part of the ICRC before the BTH. Return: 0 for an IP version other
  * than 4 or 6 (the caller gives up), else a running srdma_crc32() value.
@@ -332,8 +348,15 @@ static int icrc_start(const uint8_t *ip, const uint8_t *udp, uint32_t *crc)
 	static const uint8_t lrh[8] = {0xff, 0xff, 0xff, 0xff,
 				       0xff, 0xff, 0xff, 0xff};
 	uint8_t iph[SRDMA_IPV6_HDR_BYTES], udph[SRDMA_UDP_HDR_BYTES];
+	struct icrc_memo *m = &icrc_memo;
 	size_t ip_len;
 
+	ip_len = ip[0] >> 4 == 4 ? SRDMA_IPV4_HDR_BYTES : SRDMA_IPV6_HDR_BYTES;
+	if (m->ip_len == ip_len && !memcmp(m->udp, udp, sizeof(m->udp)) &&
+	    !memcmp(m->ip, ip, ip_len)) {
+		*crc = m->crc;
+		return 0;
+	}
 	switch (ip[0] >> 4) {
 	case 4:
 		ip_len = SRDMA_IPV4_HDR_BYTES;
@@ -360,6 +383,10 @@ static int icrc_start(const uint8_t *ip, const uint8_t *udp, uint32_t *crc)
 	*crc = srdma_crc32(0, lrh, sizeof(lrh));
 	*crc = srdma_crc32(*crc, iph, ip_len);
 	*crc = srdma_crc32(*crc, udph, sizeof(udph));
+	memcpy(m->ip, ip, ip_len);
+	memcpy(m->udp, udp, sizeof(m->udp));
+	m->ip_len = ip_len;
+	m->crc = *crc;
 	return 0;
 }
 
