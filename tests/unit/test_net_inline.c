@@ -17,6 +17,13 @@
  * into this executable), first on an idle endpoint (none allowed), then
  * with datagrams queued, which the inline path must still receive. Runs
  * in a network namespace of its own (needs root; skips otherwise).
+ *
+ * test_long_answer_keeps_poll_mode: an application that answers inline
+ * what it polled for longer than the poll-mode window (a 1 MiB READ's
+ * responses: hundreds of microseconds in one ibv_poll_cq) is still
+ * polling; the progress thread must not take the socket back meanwhile
+ * (it then received the peer's next datagrams itself and queued on the
+ * drain lock behind the application, a futex wake per turn).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,11 +41,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "core/core.h"
 #include "transport/net/net.h"
+#include "transport/net/wire.h"
 
 static bool have_netns;
 static __thread bool counting;
@@ -148,10 +157,162 @@ static void test_idle_no_lock(void **state)
 	assert_int_equal(srdma_context_close(ctx), 0);
 }
 
+static void sleep_ms(int ms)
+{
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&t, &t) && errno == EINTR)
+		;
+}
+
+static void loopback(struct srdma_wire_path *p)
+{
+	static const uint8_t lo4[16] = { [10] = 0xff, [11] = 0xff, [12] = 127,
+					 [15] = 1 };
+
+	memset(p, 0, sizeof(*p));
+	memcpy(p->sip, lo4, 16);
+	memcpy(p->dip, lo4, 16);
+	p->sport = SRDMA_NET_SPORT;
+	p->dport = SRDMA_ROCE_PORT;
+}
+
+/* A 16-byte datagram for @qpn: its receiver drops it (no such QP), after
+ * counting it received. */
+static void junk(struct srdma_context *from, uint32_t qpn)
+{
+	struct srdma_wire_path p;
+	uint8_t b[16] = { 0 };
+	struct iovec v = { b, sizeof(b) };
+
+	loopback(&p);
+	b[5] = (uint8_t)(qpn >> 16);
+	b[6] = (uint8_t)(qpn >> 8);
+	b[7] = (uint8_t)qpn;
+	assert_int_equal(srdma_net_send(from, &p, &v, 1), 0);
+}
+
+static struct srdma_context *la_a, *la_b;	/* peer, poller */
+static pthread_t la_main;
+static _Atomic int la_calls;
+static _Atomic bool la_inline;
+
+#define LA_WINDOW_MS 400
+#define LA_STEP_MS 10
+#define LA_STEPS 60		/* the answer: 1.5 windows long */
+#define LA_PEER_AT 50		/* the peer sends 1.25 windows in */
+#define LA_PEER_DGRAMS 8
+
+/* The poller's "long answer": LA_STEPS sends of its own, LA_STEP_MS
+ * apart; after the first window, the peer sends LA_PEER_DGRAMS datagrams
+ * to it. */
+static void la_hook(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
+		    const struct srdma_wire_path *from)
+{
+	uint32_t peer_qpn = la_a->host.lid << SRDMA_QPN_SHIFT | 5;
+	int i, k;
+
+	(void)nq;
+	(void)pkt;
+	(void)from;
+	la_inline = pthread_equal(pthread_self(), la_main);
+	for (i = 0; i < LA_STEPS; i++) {
+		sleep_ms(LA_STEP_MS);
+		junk(la_b, peer_qpn);
+		if (i == LA_PEER_AT)
+			for (k = 0; k < LA_PEER_DGRAMS; k++)
+				junk(la_a, nq->qpn + 1);
+	}
+	la_calls++;
+}
+
+static void test_long_answer_keeps_poll_mode(void **state)
+{
+	struct srdma_net_ep_stats s0, s1;
+	struct srdma_net_qp nq;
+	struct srdma_wire_path p;
+	uint8_t b[64];
+	struct iovec v = { b, 0 };
+	struct srdma_pkt k = { .opcode = SRDMA_TR_RC | SRDMA_OP_SEND_ONLY,
+			       .pkey = 0xffff, .psn = 1 };
+	uint64_t by_thread;
+	int i;
+
+	(void)state;
+	if (!have_netns)
+		skip();
+	setenv("SRDMA_NET_POLL_US", "400000", 1);	/* LA_WINDOW_MS */
+	assert_int_equal(srdma_context_open(srdma_device_get(), &la_a), 0);
+	assert_int_equal(srdma_context_open(srdma_device_get(), &la_b), 0);
+	assert_non_null(srdma_net_ctx_get(la_a));
+	assert_non_null(srdma_net_ctx_get(la_b));
+	memset(&nq, 0, sizeof(nq));
+	nq.ctx = la_b;
+	nq.qpn = la_b->host.lid << SRDMA_QPN_SHIFT | 7;
+	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	la_main = pthread_self();
+	srdma_net_input_hook = la_hook;
+
+	/* Poll mode: the poller polls; the thread, woken by a datagram,
+	 * takes the socket out of its set. */
+	for (i = 0; i < 3000; i++) {
+		srdma_net_progress(la_b, 16);
+		srdma_net_ep_stats(la_b, &s0);
+		if (s0.poll_handoffs)
+			break;
+		if (i % 100 == 0)
+			junk(la_a, nq.qpn + 1);
+		sleep_ms(1);
+	}
+	assert_true(s0.poll_handoffs > 0);
+	srdma_net_progress(la_b, 16);
+	srdma_net_ep_stats(la_b, &s0);
+
+	/* The request: received inline, answered for 1.5 windows. */
+	k.dqpn = nq.qpn;
+	loopback(&p);
+	v.iov_len = srdma_wire_build(b, &k);
+	srdma_wire_put_icrc(b + v.iov_len, srdma_wire_icrc(&p, &v, 1));
+	v.iov_len += 4;
+	assert_int_equal(srdma_net_send(la_a, &p, &v, 1), 0);
+	for (i = 0; i < 5000 && !la_calls; i++)
+		srdma_net_progress(la_b, 16);
+	assert_int_equal(la_calls, 1);
+	assert_true(la_inline);
+	/* What the peer sent meanwhile waits for the poller, also when it
+	 * comes back a little later (within the window). */
+	sleep_ms(LA_WINDOW_MS / 4);
+	for (i = 0; i < 100; i++) {
+		srdma_net_progress(la_b, 16);
+		srdma_net_ep_stats(la_b, &s1);
+		if (s1.rx_dgrams - s0.rx_dgrams >= 1 + LA_PEER_DGRAMS)
+			break;
+		sleep_ms(1);
+	}
+	assert_true(s1.rx_dgrams - s0.rx_dgrams >= 1 + LA_PEER_DGRAMS);
+	by_thread = (s1.rx_dgrams - s0.rx_dgrams) -
+		    (s1.inline_rx - s0.inline_rx);
+	print_message("received %llu, by the thread %llu, hand-offs %llu\n",
+		      (unsigned long long)(s1.rx_dgrams - s0.rx_dgrams),
+		      (unsigned long long)by_thread,
+		      (unsigned long long)(s1.poll_handoffs -
+					   s0.poll_handoffs));
+	assert_int_equal(by_thread, 0);
+
+	srdma_net_input_hook = NULL;
+	srdma_net_qp_unregister(&nq);
+	srdma_net_ctx_close(la_a);
+	srdma_net_ctx_close(la_b);
+	assert_int_equal(srdma_context_close(la_a), 0);
+	assert_int_equal(srdma_context_close(la_b), 0);
+	unsetenv("SRDMA_NET_POLL_US");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_no_lock),
+		cmocka_unit_test(test_long_answer_keeps_poll_mode),
 	};
 
 	resolve_trylock();	/* before any thread */

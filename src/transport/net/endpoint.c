@@ -84,7 +84,7 @@
 #define TX_SEGS 256		/* packets per sendmmsg */
 #define TX_IOV 1024		/* iovecs per sendmmsg, all units */
 /* The UDP payload of one GSO send: an IPv4 datagram's largest. */
-#define GSO_BYTES (65535u - SRDMA_IPV4_HDR_BYTES - SRDMA_UDP_HDR_BYTES)
+#define GSO_BYTES SRDMA_WIRE_GSO_BYTES
 #define QP_SLOTS (1u << SRDMA_QPN_SHIFT)
 #define SRDMA_NET_POLL_US_DEFAULT 200	/* poll mode after an inline poll */
 #define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
@@ -1327,6 +1327,26 @@ static bool gso_refusal(int err)
 }
 
 /*
+ * The endpoint whose socket this thread is draining inline, if any
+ * (srdma_net_progress): while it answers what it received (a large READ
+ * is hundreds of microseconds of responses), it is still polling, and
+ * send_raw() keeps poll mode open (poll_stamp) so that the thread does
+ * not take the socket back and queue up behind the drain lock.
+ */
+static _Thread_local struct srdma_net_ctx *inline_ep;
+
+/* Poll mode until @now + poll_ns: the application polls inline (not for
+ * one that waits for events: it keeps the thread as before). */
+static void poll_stamp(struct srdma_net_ctx *ep, uint64_t now)
+{
+	if (ep->poll_ns &&
+	    now - atomic_load_explicit(&ep->event_ns, memory_order_relaxed) >=
+	    APP_WAITS_NS)
+		atomic_store_explicit(&ep->poll_until, now + ep->poll_ns,
+				      memory_order_relaxed);
+}
+
+/*
  * Send @m[0..n) for real: consecutive datagrams that can go as one UDP
  * GSO send do (gso_run), the others one by one, all of a round in one
  * sendmmsg. Return: how many went, or -errno if none.
@@ -1354,6 +1374,9 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 	const struct srdma_net_msg *mr;
 	bool gso;
 
+	/* Answering inline what the application received: still polling. */
+	if (inline_ep == ep)
+		poll_stamp(ep, srdma_net_now_ns());
 	while (done < n) {
 		gso = !refused && atomic_load_explicit(&ep->gso,
 						       memory_order_relaxed);
@@ -1551,11 +1574,7 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	 * wakes). Not for an application that waits for events (an empty
 	 * poll after an event is no sign it will keep polling): it keeps
 	 * the thread as before. */
-	if (ep->poll_ns &&
-	    now - atomic_load_explicit(&ep->event_ns, memory_order_relaxed) >=
-	    APP_WAITS_NS)
-		atomic_store_explicit(&ep->poll_until, now + ep->poll_ns,
-				      memory_order_relaxed);
+	poll_stamp(ep, now);
 	/* Look before taking drain_lock: a polling application that held
 	 * it around every empty recvmmsg was often preempted holding it,
 	 * and its progress thread, woken for a datagram, then waited for
@@ -1565,7 +1584,9 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	if (rx_pending(ep)) {
 		if (pthread_mutex_trylock(&ep->drain_lock))
 			return 0;
+		inline_ep = ep;
 		n = drain(ep, budget, false);
+		inline_ep = NULL;
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
 	if (n) {
@@ -1574,6 +1595,8 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 		if (ep->fault)
 			fault_tick(ep);
 		now = srdma_net_now_ns();
+		/* Still polling: the window runs from the end of the work. */
+		poll_stamp(ep, now);
 	}
 	/* Timers are the thread's, unless it is late. */
 	ack = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);

@@ -41,6 +41,17 @@
 uint32_t srdma_crc32(uint32_t crc, const void *buf, size_t len);
 
 /**
+ * srdma_crc32_impl() - for tests: which implementation srdma_crc32() uses.
+ * @impl: -1 to leave it as it is; else 0 (tables), 1 (128-bit carry-less
+ *        multiplication) or 2 (512-bit), lowered to the best the CPU has
+ *
+ * Every implementation gives the same results; the default is the best
+ * the CPU has. Context: a test's main thread, no CRC being computed.
+ * Return: the best implementation the CPU has (0, 1 or 2).
+ */
+int srdma_crc32_impl(int impl);
+
+/**
  * srdma_icrc() - the ICRC of one RoCEv2 packet.
  * @ip:      the IP header as on the wire: 20 bytes (IPv4, no options) or
  *           40 bytes (IPv6), told apart by its version nibble

@@ -304,6 +304,9 @@ enum srdma_icrc_verdict {
  * out with identification i, and its ICRC must say so.
  */
 #define SRDMA_WIRE_GSO_SEGS 64
+/* ... and at most this many bytes of UDP payload in all (the largest
+ * IPv4 datagram's). */
+#define SRDMA_WIRE_GSO_BYTES (65535u - 20u - 8u)
 
 /**
  * srdma_wire_icrc_id_delta() - the ICRC of an IPv4 datagram whose UDP
