@@ -1548,7 +1548,7 @@ static void qp_row(struct scan *sc, uint32_t slot)
 	rec_num(r, "pd", pd);
 	dqpn = atomic_load_explicit(&sh->dest_qpn, memory_order_relaxed);
 	dlid = atomic_load_explicit(&sh->dlid, memory_order_relaxed);
-	if ((sh->type == IBV_QPT_RC || sh->type == IBV_QPT_UC) &&
+	if (sh->type != IBV_QPT_UD && sh->type != IBV_QPT_RAW_PACKET &&
 	    state >= IBV_QPS_RTR) {
 		uint32_t plid = dqpn >> SRDMA_QPN_SHIFT;
 		bool has_gid = peer_gid(sh, gid, sizeof(gid));
