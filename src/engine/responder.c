@@ -186,7 +186,66 @@ int srdma_resp_target(struct srdma_context *ctx, struct srdma_peer *p,
 	t->p = p;
 	t->qp = sh;
 	t->qpn = qpn;
+	t->qp_p = p;
+	t->pd = sh->pd_handle;
+	t->rcq = sh->recv_cq;
+	t->xsrq = NULL;
+	t->xsrq_slot = 0;
+	t->xsrq_ref = false;
 	return 0;
+}
+
+int srdma_resp_xrc_bind(struct srdma_target *t, uint32_t srqn)
+{
+	uint32_t lid = srqn >> SRDMA_QPN_SHIFT, slot = QPN_SLOT(srqn);
+	struct srdma_peer *sp = t->qp_p;
+	struct srdma_shm_srq *srq;
+	bool ref = false;
+
+	srdma_resp_xrc_unbind(t);
+	if (slot >= SRDMA_SEG_SRQ_SLOTS || srqn > 0xffffff)
+		goto bad;
+	if (lid != sp->lid) {
+		sp = srdma_peer_get(t->ctx, lid);
+		if (!sp)
+			goto bad;
+		ref = true;
+	}
+	srq = srdma_seg_srq(sp->seg, slot);
+	if (atomic_load_explicit(&srq->live, memory_order_acquire) !=
+		    SRDMA_OBJ_LIVE || !srq->xrc_cq ||
+	    srq->xrc_cq > SRDMA_SEG_CQ_SLOTS ||
+	    srq->xrcd[0] != t->qp->xrcd[0] || srq->xrcd[1] != t->qp->xrcd[1] ||
+	    !t->qp->xrcd[0]) {
+		if (ref)
+			srdma_peer_put(t->ctx, sp);
+		goto bad;
+	}
+	t->p = sp;
+	t->xsrq = srq;
+	t->xsrq_slot = slot;
+	t->xsrq_ref = ref;
+	t->pd = srq->pd_handle;
+	t->rcq = srq->xrc_cq - 1;
+	return 0;
+
+bad:
+	srdma_dbg("QP %#x: XRC SRQ %#x: no such XRC SRQ in the QP's XRC "
+		  "domain", t->qpn, srqn);
+	return -ENOENT;
+}
+
+void srdma_resp_xrc_unbind(struct srdma_target *t)
+{
+	if (!t->xsrq)
+		return;
+	if (t->xsrq_ref)
+		srdma_peer_put(t->ctx, t->p);
+	t->p = t->qp_p;
+	t->xsrq = NULL;
+	t->xsrq_ref = false;
+	t->pd = t->qp->pd_handle;
+	t->rcq = t->qp->recv_cq;
 }
 
 int srdma_resp_self(struct srdma_context *ctx, uint32_t qpn,
@@ -208,6 +267,7 @@ int srdma_resp_self(struct srdma_context *ctx, uint32_t qpn,
 
 void srdma_resp_self_put(struct srdma_target *t)
 {
+	srdma_resp_xrc_unbind(t);
 	srdma_peer_put(t->ctx, t->p);
 	t->p = NULL;
 	t->qp = NULL;
@@ -249,12 +309,12 @@ void srdma_resp_qp_error(struct srdma_target *t, uint32_t event)
 	if (old == IBV_QPS_ERR)
 		return;
 	if (!t->qp->srq)
-		srdma_rq_flush(t->ctx, t->p, t->p->seg, t->qp, t->qpn);
+		srdma_rq_flush(t->ctx, t->qp_p, t->qp_p->seg, t->qp, t->qpn);
 	else
-		srdma_aev_post(t->ctx, t->p, IBV_EVENT_QP_LAST_WQE_REACHED,
+		srdma_aev_post(t->ctx, t->qp_p, IBV_EVENT_QP_LAST_WQE_REACHED,
 			       SRDMA_AEV_OBJ_QP, QPN_SLOT(t->qpn), t->qp->gen);
 	if (event)
-		srdma_aev_post(t->ctx, t->p, event, SRDMA_AEV_OBJ_QP,
+		srdma_aev_post(t->ctx, t->qp_p, event, SRDMA_AEV_OBJ_QP,
 			       QPN_SLOT(t->qpn), t->qp->gen);
 }
 
@@ -280,7 +340,13 @@ static int rq_begin(struct srdma_target *t, struct srdma_rq_hold *h,
 	char *ring;
 
 	h->t = t;
-	if (t->qp->srq) {
+	if (t->xsrq) {
+		srq = t->xsrq;
+		rq = &srq->rq;
+		h->w.pd = t->pd;
+	} else if (t->qp->type == IBV_QPT_XRC_RECV) {
+		return -EIO;	/* no SRQ bound: nothing to receive into */
+	} else if (t->qp->srq) {
 		uint32_t s = t->qp->srq - 1;
 
 		if (s >= SRDMA_SEG_SRQ_SLOTS)
@@ -382,7 +448,9 @@ static void srq_limit(struct srdma_rq_hold *h, uint64_t tail)
 	if (limit && atomic_load(&HOLD_RQ(h)->head) - tail < limit &&
 	    atomic_compare_exchange_strong(&srq->limit, &limit, 0))
 		srdma_aev_post(t->ctx, t->p, IBV_EVENT_SRQ_LIMIT_REACHED,
-			       SRDMA_AEV_OBJ_SRQ, t->qp->srq - 1, srq->gen);
+			       SRDMA_AEV_OBJ_SRQ,
+			       t->xsrq ? t->xsrq_slot : t->qp->srq - 1,
+			       srq->gen);
 }
 
 void srdma_resp_rq_consume(struct srdma_rq_hold *h)
@@ -403,7 +471,7 @@ void srdma_resp_rq_consume(struct srdma_rq_hold *h)
 void srdma_resp_recv_cqe(struct srdma_target *t, const struct srdma_rwqe *w,
 			 struct srdma_shm_cqe *c, bool solicited)
 {
-	uint32_t cq = t->qp->recv_cq;
+	uint32_t cq = t->rcq;
 
 	/* A TM SRQ's receives complete on the SRQ's CQ, as TM CQEs. */
 	if (w->tm.kind)
@@ -490,8 +558,7 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 int srdma_resp_rkey(struct srdma_target *t, uint32_t rkey, uint32_t access,
 		    uint64_t va, uint64_t len, struct srdma_rmem *m)
 {
-	int r = rmem_acquire(t, rkey, KIND_ANY, t->qp->pd_handle, access, va,
-			     len, m);
+	int r = rmem_acquire(t, rkey, KIND_ANY, t->pd, access, va, len, m);
 
 	if (r) {
 		srdma_dbg("rkey %#x [%#llx+%llu] at QP %#x: %s", rkey,
@@ -567,7 +634,7 @@ int srdma_resp_atomic_write(struct srdma_target *t, const struct srdma_rmem *m,
 
 int srdma_resp_invalidate(struct srdma_target *t, uint32_t rkey)
 {
-	if (srdma_key_remote_invalidate(&t->p->kv, rkey, t->qp->pd_handle))
+	if (srdma_key_remote_invalidate(&t->p->kv, rkey, t->pd))
 		return -EINVAL;
 	return 0;
 }

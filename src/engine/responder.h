@@ -27,12 +27,27 @@
 #include "core/core.h"
 #include "core/dp.h"
 
-/* A target QP: an entry of some context's segment, and that context. */
+/*
+ * A target QP: an entry of some context's segment, and that context.
+ * For an XRC_RECV (TGT) QP, srdma_resp_xrc_bind() then points the data
+ * side (@p: key table, memory, receive queue, CQ) at the XRC SRQ the
+ * XRCETH names, which may belong to another context of the host; the QP
+ * side (state, access flags, peer, errors) stays with @qp_p.
+ */
 struct srdma_target {
 	struct srdma_context *ctx;	/* ours: access records, logging */
-	struct srdma_peer *p;		/* owner of the segment (self: net) */
+	struct srdma_peer *p;		/* owner of the memory, keys and
+					 * receive queue (self: net) */
 	struct srdma_shm_qp *qp;	/* its QP entry */
 	uint32_t qpn;
+	struct srdma_peer *qp_p;	/* owner of @qp's entry (== @p but
+					 * for XRC) */
+	uint32_t pd;			/* PD of keys and receive buffers */
+	uint32_t rcq;			/* CQ slot (in @p's segment) of
+					 * receive completions */
+	struct srdma_shm_srq *xsrq;	/* XRC: the SRQ bound, else NULL */
+	uint32_t xsrq_slot;
+	bool xsrq_ref;			/* XRC: @p is a reference of its own */
 };
 
 /* What a tag-matching SRQ made of a message (engine/tm.c). */
@@ -94,6 +109,19 @@ void srdma_resp_self_put(struct srdma_target *t);
  */
 int srdma_resp_target(struct srdma_context *ctx, struct srdma_peer *p,
 		      uint32_t qpn, int type, struct srdma_target *t);
+
+/**
+ * srdma_resp_xrc_bind() - XRC: direct the data side of @t (a TGT QP) to
+ * the XRC SRQ number @srqn: it must be a live XRC SRQ of a context of
+ * this host in the TGT QP's XRC domain. When another context owns it, a
+ * reference to that peer is taken (dropped by srdma_resp_xrc_unbind()).
+ * Return: 0, or -ENOENT (no such SRQ, or another domain: the responder
+ * answers NAK Remote Access Error, as IBTA's XRC rules say).
+ * Context: any thread; takes ctx->lock when another peer is needed.
+ */
+int srdma_resp_xrc_bind(struct srdma_target *t, uint32_t srqn);
+/* Undo srdma_resp_xrc_bind() (no-op if nothing is bound). */
+void srdma_resp_xrc_unbind(struct srdma_target *t);
 
 /* True if the target QP's state receives (RTR, RTS, SQD, SQE). */
 bool srdma_resp_qp_receives(const struct srdma_target *t);

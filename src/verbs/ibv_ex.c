@@ -364,9 +364,13 @@ static void qpx_wr_send_tso(struct ibv_qp_ex *ibqp, void *hdr, uint16_t hdr_sz,
 }
 
 
+/* XRC_SEND: the SRQ the last WR goes to; other types ignore it. */
 static void qpx_wr_set_xrc_srqn(struct ibv_qp_ex *ibqp, uint32_t remote_srqn)
 {
-	bld_fail(qpx_to_sqp(ibqp), EOPNOTSUPP);
+	struct ibv_send_wr *wr = bld_last(qpx_to_sqp(ibqp));
+
+	if (wr)
+		wr->qp_type.xrc.remote_srqn = remote_srqn;
 }
 
 /* ---- setters ------------------------------------------------------------ */
@@ -495,8 +499,7 @@ static void qpx_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
  *
  * Every op is set whatever @send_ops_flags says, so no pointer an inline
  * of verbs.h may call is NULL; the flags were already checked against
- * what softrdma supports, and the operations it lacks (TSO, XRC, atomic
- * write) make wr_complete fail with EOPNOTSUPP. Starts an empty batch.
+ * what softrdma supports, and the operations it lacks (TSO) make wr_complete fail with EOPNOTSUPP. Starts an empty batch.
  *
  * Context: create path, before the QP is published; takes no lock.
  */
