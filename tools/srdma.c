@@ -1363,6 +1363,10 @@ static const char *qp_type_str(uint8_t t)
 		return "UC";
 	case IBV_QPT_UD:
 		return "UD";
+	case IBV_QPT_XRC_SEND:
+		return "XRC_INI";	/* docs/design/xrc.md */
+	case IBV_QPT_XRC_RECV:
+		return "XRC_TGT";
 	}
 	return NULL;
 }
@@ -1513,6 +1517,7 @@ static void qp_row(struct scan *sc, uint32_t slot)
 	struct pd_use *pu;
 	struct rec *r;
 	int64_t posted;
+	bool xrc;
 
 	if (slot == 0 || live == SRDMA_OBJ_FREE)
 		return;
@@ -1524,10 +1529,12 @@ static void qp_row(struct scan *sc, uint32_t slot)
 	sname = qp_state_name(state);
 	srq = __atomic_load_n(&sh->srq, __ATOMIC_RELAXED);
 	size = __atomic_load_n(&sh->rq.size, __ATOMIC_RELAXED);
-	posted = srq ? 0 : rq_posted(&sh->rq, size);
+	/* XRC QPs have no receive queue of their own (size 0). */
+	xrc = sh->type == IBV_QPT_XRC_SEND || sh->type == IBV_QPT_XRC_RECV;
+	posted = srq || xrc ? 0 : rq_posted(&sh->rq, size);
 	if (live != SRDMA_OBJ_LIVE || !type || !sname ||
-	    srq > SRDMA_SEG_SRQ_SLOTS ||
-	    (!srq && (!pow2(size) || posted < 0))) {
+	    srq > SRDMA_SEG_SRQ_SLOTS || (xrc && (size || srq)) ||
+	    (!srq && !xrc && (!pow2(size) || posted < 0))) {
 		rec_str(r, "state", "GARBAGE");
 		rec_num(r, "raw_state", live);
 		rec_num(r, "raw_type", sh->type);
@@ -1581,7 +1588,9 @@ static void qp_row(struct scan *sc, uint32_t slot)
 	rec_num(r, "sends", rd64(&sh->n_sent));
 	rec_num(r, "recvs", rd64(&sh->n_recv));
 	rec_num(r, "errors", rd64(&sh->n_err));
-	if (srq) {
+	if (xrc) {
+		rec_text(r, "rq", "-");
+	} else if (srq) {
 		rec_text(r, "rq", "srq %u", srq - 1);
 		rec_num(r, "srq", srq - 1);
 	} else {

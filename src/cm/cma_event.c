@@ -221,6 +221,27 @@ void srdma_cm_event_post(struct cm_id *id, struct cm_id *listen,
 	channel_push(id->chan, ev);
 }
 
+void srdma_cm_event_push(struct cm_id *id, struct cm_event *ev)
+{
+	ev->owner = id;
+	ev->ev.id = &id->id;
+	srdma_dbg("id %p: %s status %d", (void *)&id->id,
+		  rdma_event_str(ev->ev.event), ev->ev.status);
+	id->events_queued++;
+	channel_push(id->chan, ev);
+}
+
+void srdma_cm_events_drop_mc(struct cm_id *id, const struct cm_mcast *mc)
+{
+	struct cm_event *ev, *next;
+
+	for (ev = id->chan->head; ev; ev = next) {
+		next = ev->next;
+		if (ev->owner == id && ev->mc == mc)
+			event_discard(ev);
+	}
+}
+
 void srdma_cm_events_drop(struct cm_id *id)
 {
 	struct cm_channel *chans[2] = {

@@ -297,6 +297,7 @@ SRDMA_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	srdma_cm_conn_abandon(cid);
 	srdma_cm_loop_close(cid);
 	srdma_cm_events_drop(cid);
+	srdma_cm_mcast_release(cid, true);
 	if (cid->state == CM_LISTEN || cid->state == CM_BOUND)
 		drop_unreported_children(cid);
 	srdma_cm_wait_events_acked(cid);
@@ -324,6 +325,16 @@ static bool sa_is_any(const struct sockaddr *sa)
 		       htonl(INADDR_ANY);
 	return IN6_IS_ADDR_UNSPECIFIED(
 		&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+static bool sa_is_mcast(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return IN_MULTICAST(
+			ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_MULTICAST(
+		       &((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
 static bool sa_is_loopback(const struct sockaddr *sa)
@@ -656,7 +667,17 @@ SRDMA_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id,
 	memcpy(&id->route.addr.dst_storage, dst_addr, sa_len(dst_addr));
 	id->route.addr.addr.ibaddr.dgid = cid->dev->gid;
 
-	err = route_source(dst_addr, &src, &hops);
+	/* A multicast group from a bound source needs no route (the
+	 * kernel routes it out of the source address's device). */
+	if (sa_is_mcast(dst_addr) && !sa_is_any(&id->route.addr.src_addr) &&
+	    id->route.addr.src_addr.sa_family == dst_addr->sa_family) {
+		memcpy(&src, &id->route.addr.src_storage,
+		       sa_len(&id->route.addr.src_addr));
+		hops = 0;
+		err = 0;
+	} else {
+		err = route_source(dst_addr, &src, &hops);
+	}
 	if (err) {
 		srdma_cm_event_post(cid, NULL, RDMA_CM_EVENT_ADDR_ERROR, err,
 				    NULL);

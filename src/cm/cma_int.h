@@ -89,6 +89,7 @@ enum cm_state {
 };
 
 struct cm_event;
+struct cm_mcast;
 
 /* An event channel: struct rdma_event_channel is { int fd }. */
 struct cm_channel {
@@ -180,6 +181,7 @@ struct cm_id {
 	uint8_t rx[SRDMA_CM_MSG_MAX];
 	size_t rx_len;
 	struct cm_id *next; /* cm.ids list */
+	struct cm_mcast *mc_list; /* groups joined (cma_mcast.c) */
 };
 
 struct cm_event {
@@ -188,6 +190,7 @@ struct cm_event {
 	struct cm_channel *chan; /* where it is queued */
 	struct cm_event *next;
 	uint8_t pdata[SRDMA_CM_PDATA_MAX];
+	struct cm_mcast *mc; /* MULTICAST_JOIN/_ERROR: the join, else NULL */
 };
 
 /* Process-wide CM state. */
@@ -285,6 +288,16 @@ void srdma_cm_channel_free(struct cm_channel *chan);
 void srdma_cm_event_post(struct cm_id *id, struct cm_id *listen,
 			 enum rdma_cm_event_type type, int status,
 			 const struct srdma_cm_msg *msg);
+
+/**
+ * srdma_cm_event_push() - queue @ev, built by the caller (zeroed, type,
+ * status and parameters set), for @id on its channel. Requires cm.lock.
+ */
+void srdma_cm_event_push(struct cm_id *id, struct cm_event *ev);
+
+/* Unqueue @id's not-yet-retrieved events of join @mc (rdma_leave_multicast,
+ * as the kernel's ucma). Requires cm.lock. */
+void srdma_cm_events_drop_mc(struct cm_id *id, const struct cm_mcast *mc);
 
 /**
  * srdma_cm_events_drop() - unqueue every not-yet-retrieved event of @id.
@@ -456,6 +469,15 @@ int srdma_cm_qp_connect(struct cm_id *id);
 
 /* Move @id's own QP (if any) to ERR. Requires cm.lock. */
 void srdma_cm_qp_error(struct cm_id *id);
+
+/* ---- cma_mcast.c ---- */
+
+/**
+ * srdma_cm_mcast_release() - detach @id's QP from every group the CM
+ * attached it to (rdma_destroy_qp, before the QP goes), and with @free
+ * also forget the joins (rdma_destroy_id). Requires cm.lock.
+ */
+void srdma_cm_mcast_release(struct cm_id *id, bool free_all);
 
 /* ---- cma_device.c ---- */
 

@@ -328,6 +328,8 @@ SRDMA_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	if (!id || srdma_cm_id_inherited(to_cm_id(id)))
 		return;	/* the parent's QP stays the parent's */
 	srdma_cm_lock();
+	/* ibv_destroy_qp refuses a QP still attached to a group. */
+	srdma_cm_mcast_release(to_cm_id(id), false);
 	if (id->qp)
 		ibv_destroy_qp(id->qp);
 	id->qp = NULL;

@@ -6,7 +6,7 @@
  * Every RDMACM_1.x name must resolve when a client starts (they link
  * BIND_NOW), so the features not offered fail cleanly in their public
  * convention: -1 with errno = EOPNOTSUPP, NULL with errno = EOPNOTSUPP, or
- * nothing for void. They are multicast and ECE. The rsocket API lives in
+ * nothing for void. They are ECE. The rsocket API lives in
  * rsocket.c and rsocket_dgram.c.
  */
 #include <errno.h>
@@ -71,32 +71,6 @@ SRDMA_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 }
 
 SRDMA_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
-{
-	return fail_eopnotsupp();
-}
-
-/*
- * Multicast: not offered. The device reports max_mcast_grp = 0 and
- * ibv_attach_mcast fails with EOPNOTSUPP, so joining fails the same way
- * (pyverbs' multicast tests skip on max_mcast_grp == 0).
- */
-
-SRDMA_EXPORT int rdma_join_multicast(struct rdma_cm_id *id,
-				     struct sockaddr *addr, void *context)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int
-rdma_join_multicast_ex(struct rdma_cm_id *id,
-		       struct rdma_cm_join_mc_attr_ex *mc_join_attr,
-		       void *context)
-{
-	return fail_eopnotsupp();
-}
-
-SRDMA_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id,
-				      struct sockaddr *addr)
 {
 	return fail_eopnotsupp();
 }

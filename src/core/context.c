@@ -28,6 +28,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "transport/host/mcast.h"
 #include "transport/net/net.h"
 #include "util/fault.h"
 #include "util/log.h"
@@ -219,6 +220,7 @@ int srdma_context_close(struct srdma_context *ctx)
 		srdma_net_ctx_close(ctx);
 	srdma_handle_del(ctx, SRDMA_OBJ_CTX);
 	srdma_peer_fini(ctx);
+	srdma_mcast_ctx_fini(ctx);
 	unlinkat(ctx->host.dirfd, ctx->async_path, 0);
 	srdma_host_detach(&ctx->host);
 	srdma_kt_fini(&ctx->kt);

@@ -48,6 +48,10 @@ enum srdma_obj_type {
 	SRDMA_OBJ_TD,	/* process-local values: the order is free */
 	SRDMA_OBJ_AH,
 	SRDMA_OBJ_DM,
+	SRDMA_OBJ_XRCD,
+	SRDMA_OBJ_WQ,		/* raw packet (core/raw.h) */
+	SRDMA_OBJ_RWQ_TBL,
+	SRDMA_OBJ_FLOW,
 };
 
 /**
@@ -169,6 +173,9 @@ struct srdma_context {
 					 * sorted by offset */
 	uint32_t n_afree, cap_afree;	/* lock */
 	struct srdma_atomic_file *atomics; /* lock to set; then immutable */
+	struct srdma_mcast_file *mcast;	/* lock to set; then immutable:
+					 * the host's multicast groups
+					 * (transport/host/mcast.c) */
 	/* deferred sends (RNR): progress thread, started on first need */
 	pthread_t prog_thread;		/* lock */
 	bool prog_up, prog_stop;	/* lock */

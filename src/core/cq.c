@@ -33,6 +33,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/srq_tm.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -662,6 +663,12 @@ void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc)
 	wc->slid = e->slid;
 	wc->sl = e->sl;
 	wc->dlid_path_bits = e->dlid_path_bits;
+	/* A matched TM receive carries its tag there (srq_tm.h). */
+	if (e->wc_flags & SRDMA_TM_CQE_INFO) {
+		wc->vendor_err = 0;
+		wc->imm_data = 0;
+		wc->pkey_index = 0;
+	}
 }
 
 int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc)

@@ -150,6 +150,7 @@ struct srdma_chan {
 /* ---- CQ ------------------------------------------------------------------ */
 struct srdma_qp;
 struct srdma_net_qp;
+struct srdma_shm_tm;
 
 struct srdma_cq {
 	union {
@@ -223,6 +224,15 @@ struct srdma_srq {
 	uint32_t max_wr, max_sge;	/* immutable: as granted */
 	uint32_t n_qp;			/* ctx->lock */
 	uint32_t srq_limit;		/* ctx->lock: last armed limit */
+	/* XRC SRQ (core/xrc.h), else NULL: */
+	struct srdma_xrcd *xrcd;	/* immutable */
+	struct srdma_cq *xrc_cq;	/* immutable: where its CQEs go */
+	/* IBV_SRQT_TM (core/srq_tm.c): the tag list in the ring arena and
+	 * the CQ of its completions; immutable after create, NULL/0 for
+	 * other SRQs. */
+	struct srdma_shm_tm *tm;
+	uint64_t tm_off, tm_bytes;
+	struct srdma_cq *tm_cq;
 };
 
 /* ---- AH -------------------------------------------------------------------- */
@@ -254,6 +264,7 @@ struct srdma_swqe {
 	uint64_t first_try_ns;		/* RNR bookkeeping */
 	uint64_t lost_ns;		/* target unreachable since (RC) */
 	uint32_t rnr_tries;
+	uint32_t xrc_srqn;		/* XRC_SEND: the remote SRQ number */
 	bool is_inline;
 	struct ibv_sge *sge;		/* points into sge_buf or the WR */
 	struct ibv_sge sge_buf[];	/* deferred copies (+ inline bytes) */
@@ -293,6 +304,26 @@ struct srdma_qp {
 	int bld_err;
 	_Atomic uint32_t busy;		/* pinned by a progress sweep */
 	struct srdma_qp *prog_next;	/* ctx->lock: ctx->prog_list */
+	/* XRC (core/xrc.h, docs/design/xrc.md) */
+	struct srdma_xrcd *xrcd;	/* immutable: XRC_RECV's domain */
+	/* A handle from ibv_open_qp: @open_of is the TGT QP it names when
+	 * that QP is ours (@sh is then its entry), NULL when another
+	 * context owns it (@sh is in @open_peer's segment). Immutable. */
+	bool opened;
+	struct srdma_qp *open_of;
+	struct srdma_peer *open_peer;
+	uint32_t n_open;		/* ctx->lock: live handles opened on us */
+	bool zombie;			/* ctx->lock: destroyed by its creator
+					 * while opened: freed with the last
+					 * opened handle */
+	struct srdma_raw_qp *raw;	/* raw packet QP's half (core/raw.h),
+					 * set before the QP is handed out;
+					 * else NULL */
+	_Atomic uint32_t n_mcast;	/* atomic: multicast attachments
+					 * (ibv_attach_mcast); destroy refuses
+					 * while not 0 */
+	bool block_self_mc;		/* immutable: created with
+					 * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 };
 
 static inline struct srdma_qp *to_sqp(struct ibv_qp *qp)
@@ -339,6 +370,23 @@ int srdma_srq_post_recv(struct srdma_srq *srq, struct ibv_recv_wr *wr,
 int srdma_qp_create(struct srdma_context *ctx,
 		    struct ibv_qp_init_attr_ex *a, struct srdma_qp **out);
 int srdma_qp_destroy(struct srdma_qp *qp);
+
+/**
+ * srdma_qp_attach_mcast() - ibv_attach_mcast: attach UD QP @qp to the
+ * multicast group @gid (LID @lid, checked on an InfiniBand port only).
+ * Context: any thread (core/mcast.c).
+ * Return: 0 (also when attached already), -EINVAL (not UD, not a
+ * multicast GID or LID), -ENOMEM (a multicast limit), or the net
+ * endpoint's -errno (joining the IP group on an Ethernet port).
+ */
+int srdma_qp_attach_mcast(struct srdma_qp *qp, const union ibv_gid *gid,
+			  uint16_t lid);
+/**
+ * srdma_qp_detach_mcast() - ibv_detach_mcast: undo an attach of the same
+ * (@gid, @lid). Return: 0, or -EINVAL (bad arguments, or not attached).
+ */
+int srdma_qp_detach_mcast(struct srdma_qp *qp, const union ibv_gid *gid,
+			  uint16_t lid);
 int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask);
 int srdma_qp_query(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask,
 		   struct ibv_qp_init_attr *init);

@@ -77,15 +77,27 @@ static bool page_off_ok(uint64_t a, uint64_t b)
 /* Rules 3 and 4 of §2.3 for ibv_reg_mr-style access. Pure. */
 static int check_access(const struct srdma_context *ctx, unsigned int acc)
 {
-	if (acc & ~ACC_DEFINED)
+	if (acc & ~ACC_DEFINED) {
+		srdma_dbg("access %#x: bits %#x are not access flags", acc,
+			  acc & ~ACC_DEFINED);
 		return -EINVAL;
+	}
 	if ((acc & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(acc & IBV_ACCESS_LOCAL_WRITE))
+	    !(acc & IBV_ACCESS_LOCAL_WRITE)) {
+		srdma_dbg("access %#x: REMOTE_WRITE or REMOTE_ATOMIC needs "
+			  "LOCAL_WRITE", acc);
 		return -EINVAL;
-	if ((acc & IBV_ACCESS_ON_DEMAND) && !ctx->odp_enabled)
+	}
+	if ((acc & IBV_ACCESS_ON_DEMAND) && !ctx->odp_enabled) {
+		srdma_dbg("access %#x: ON_DEMAND, but ODP is off "
+			  "(SRDMA_ODP=0)", acc);
 		return -EOPNOTSUPP;
-	if (acc & (ACC_FLUSH_GLOBAL | ACC_FLUSH_PERSISTENT))
+	}
+	if (acc & (ACC_FLUSH_GLOBAL | ACC_FLUSH_PERSISTENT)) {
+		srdma_dbg("access %#x: FLUSH_GLOBAL/FLUSH_PERSISTENT are not "
+			  "offered", acc);
 		return -EOPNOTSUPP;
+	}
 	return 0;
 }
 
@@ -94,12 +106,16 @@ static int check_range(uint64_t start, uint64_t len)
 {
 	uint64_t end;
 
-	if (!len)
+	if (!len) {
+		srdma_dbg("length 0");
 		return -EINVAL;
-	if (__builtin_add_overflow(start, len, &end))
+	}
+	if (__builtin_add_overflow(start, len, &end) ||
+	    end > UINT64_MAX - (srdma_page_size - 1)) {
+		srdma_dbg("[%#" PRIx64 ", +%" PRIu64 ") wraps the address space",
+			  start, len);
 		return -EINVAL;
-	if (end > UINT64_MAX - (srdma_page_size - 1))
-		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -121,20 +137,30 @@ static int mr_check(struct srdma_context *ctx, const struct srdma_mr_args *a,
 	memset(plan, 0, sizeof(*plan));
 	if (a->dmabuf) {
 		/* 2: offset and iova share the page offset. */
-		if (!page_off_ok(a->dmabuf_offset, a->iova))
+		if (!page_off_ok(a->dmabuf_offset, a->iova)) {
+			srdma_dbg("dma-buf offset %#" PRIx64 " and iova %#"
+				  PRIx64 " differ in their page offset",
+				  a->dmabuf_offset, a->iova);
 			return -EINVAL;
+		}
 		/* 3: dma-buf whitelist, then the LOCAL_WRITE rule. */
-		if (acc & ~ACC_DMABUF_OK)
+		if (acc & ~ACC_DMABUF_OK) {
+			srdma_dbg("access %#x: bits %#x are not allowed on a "
+				  "dma-buf MR", acc, acc & ~ACC_DMABUF_OK);
 			return -EINVAL;
+		}
 		if ((acc & (IBV_ACCESS_REMOTE_WRITE |
 			    IBV_ACCESS_REMOTE_ATOMIC)) &&
-		    !(acc & IBV_ACCESS_LOCAL_WRITE))
+		    !(acc & IBV_ACCESS_LOCAL_WRITE)) {
+			srdma_dbg("access %#x: REMOTE_WRITE or REMOTE_ATOMIC "
+				  "needs LOCAL_WRITE", acc);
 			return -EINVAL;
+		}
 		ret = check_range(a->dmabuf_offset, a->length);
 		if (ret)
 			return ret;
 		if (check_range(a->iova, a->length))
-			return -EINVAL;
+			return -EINVAL;	/* logged */
 		plan->iova = a->iova;
 		plan->length = a->length;
 		plan->flags = SRDMA_MRF_DMABUF;
@@ -160,20 +186,32 @@ static int mr_check(struct srdma_context *ctx, const struct srdma_mr_args *a,
 	}
 
 	/* 2: page-offset rule, lifted by ZERO_BASED. */
-	if (!zb && a->iova != addr && !page_off_ok(addr, a->iova))
+	if (!zb && a->iova != addr && !page_off_ok(addr, a->iova)) {
+		srdma_dbg("addr %#" PRIx64 " and iova %#" PRIx64 " differ in "
+			  "their page offset", addr, a->iova);
 		return -EINVAL;
+	}
 	/* 3 and 4 */
 	ret = check_access(ctx, acc);
 	if (ret)
 		return ret;
 	if (a->relaxed && (acc & (IBV_ACCESS_ON_DEMAND |
-				  IBV_ACCESS_ZERO_BASED)))
-		return -EINVAL;	/* FMRs are physically mapped (§7) */
+				  IBV_ACCESS_ZERO_BASED))) {
+		/* FMRs are physically mapped (§7) */
+		srdma_dbg("access %#x: a relaxed MR cannot be ON_DEMAND or "
+			  "ZERO_BASED", acc);
+		return -EINVAL;
+	}
 	/* 5: implicit ODP shape. */
 	if (odp && a->length == SIZE_MAX) {
 		if (addr || a->iova ||
-		    (acc & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB)))
+		    (acc & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB))) {
+			srdma_dbg("implicit ODP takes addr 0, iova 0, no "
+				  "ZERO_BASED or HUGETLB (addr %#" PRIx64
+				  ", iova %#" PRIx64 ", access %#x)", addr,
+				  a->iova, acc);
 			return -EINVAL;
+		}
 		plan->iova = 0;
 		plan->length = UINT64_MAX;
 		plan->host_addr = 0;
@@ -186,7 +224,7 @@ static int mr_check(struct srdma_context *ctx, const struct srdma_mr_args *a,
 	if (ret)
 		return ret;
 	if (!zb && check_range(a->iova, a->length))
-		return -EINVAL;
+		return -EINVAL;	/* logged */
 	/* 8: mapped, and writable for writable access (not for ODP). */
 	if (!odp && ctx->mem_check) {
 		ret = srdma_mem_check_pin(addr, a->length,
@@ -250,18 +288,23 @@ static int dmabuf_identify(struct srdma_context *ctx, int fd)
 	char path[64], target[256];
 	ssize_t n;
 
-	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0) {
+		srdma_dbg("dma-buf fd %d is not an open descriptor", fd);
 		return -EBADF;
+	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	n = readlink(path, target, sizeof(target) - 1);
-	if (n < 0)
+	if (n < 0) {
+		srdma_dbg("dma-buf fd %d: cannot read its link: %m", fd);
 		return -EBADF;
+	}
 	target[n] = 0;
 	if (!strncmp(target, "/dmabuf:", 8) ||
 	    !strncmp(target, "anon_inode:dmabuf", 17))
 		return 0;
 	if (ctx->dmabuf_memfd && !strncmp(target, "/memfd:", 7))
 		return 0;
+	srdma_dbg("fd %d (%s) is not a dma-buf", fd, target);
 	return -EINVAL;
 }
 
@@ -279,8 +322,12 @@ static int dmabuf_map(struct srdma_context *ctx, struct srdma_mr *mr,
 		return ret;
 	size = lseek(a->dmabuf_fd, 0, SEEK_END);
 	if (size < 0 || a->length > (uint64_t)size ||
-	    a->dmabuf_offset > (uint64_t)size - a->length)
+	    a->dmabuf_offset > (uint64_t)size - a->length) {
+		srdma_dbg("dma-buf fd %d: [%#" PRIx64 ", +%" PRIu64 ") is "
+			  "not within its %lld bytes", a->dmabuf_fd,
+			  a->dmabuf_offset, a->length, (long long)size);
 		return -EINVAL;
+	}
 	len = (size_t)((off_in_page + a->length + srdma_page_size - 1) &
 		       ~(uint64_t)(srdma_page_size - 1));
 	if (a->access & ACC_WRITABLE)
@@ -480,12 +527,20 @@ int srdma_mr_rereg(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	if (!srdma_handle_check(ibmr, SRDMA_OBJ_MR))
 		return -EINVAL;
 	mr = container_of(ibmr, struct srdma_mr, ibmr);
-	if (!flags || (flags & ~all))
+	if (!flags || (flags & ~all)) {
+		srdma_dbg("rereg_mr: flags %#x (none, or unknown bits)", flags);
 		return -EINVAL;
-	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length))
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!addr || !length)) {
+		srdma_dbg("rereg_mr: CHANGE_TRANSLATION with a NULL address or "
+			  "length 0");
 		return -EINVAL;
-	if (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))
+	}
+	if (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) {
+		srdma_dbg("rereg_mr: access %#x given without CHANGE_ACCESS",
+			  access);
 		return -EINVAL;
+	}
 
 	*stage = IBV_REREG_MR_ERR_CMD;
 	ctx = to_sctx(ibmr->context);
@@ -589,16 +644,24 @@ int srdma_mr_advise(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
 	struct srdma_key_view v;
 	uint32_t i;
 
-	if (!pd)
+	if (!pd) {
+		srdma_dbg("advise_mr: %p is not a PD", (void *)ibpd);
 		return -EINVAL;
-	if (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH)
+	}
+	if (flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) {
+		srdma_dbg("advise_mr: unknown flags %#x", flags);
 		return -EINVAL;
-	if (!num_sge || !sg_list)
+	}
+	if (!num_sge || !sg_list) {
+		srdma_dbg("advise_mr: no SGE");
 		return -EINVAL;
+	}
 	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
 	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
-	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) {
+		srdma_dbg("advise_mr: advice %d is not a prefetch", advice);
 		return -EOPNOTSUPP;
+	}
 	srdma_kt_view(&pd->ctx->kt, &v);
 	/* Check every SGE before acting on any. */
 	for (i = 0; i < num_sge; i++) {
@@ -611,20 +674,37 @@ int srdma_mr_advise(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
 					    BIT(SRDMA_KIND_MW2),
 				    ibpd->handle, 0, sg_list[i].addr,
 				    sg_list[i].length, &s, &slot);
-		if (r == SRDMA_KCHK_NOKEY)
+		if (r == SRDMA_KCHK_NOKEY) {
+			srdma_dbg("advise_mr: SGE %u: no lkey %#x", i,
+				  sg_list[i].lkey);
 			return -EFAULT;
+		}
 		/* A window key is a caller error whatever its state. */
-		if (s.kind != SRDMA_KIND_MR)
+		if (s.kind != SRDMA_KIND_MR) {
+			srdma_dbg("advise_mr: SGE %u: %#x is a window key", i,
+				  sg_list[i].lkey);
 			return -EINVAL;
-		if (r == SRDMA_KCHK_PD || r == SRDMA_KCHK_STATE)
+		}
+		if (r == SRDMA_KCHK_PD || r == SRDMA_KCHK_STATE ||
+		    r == SRDMA_KCHK_BOUNDS) {
+			srdma_dbg("advise_mr: SGE %u: lkey %#x %s", i,
+				  sg_list[i].lkey,
+				  r == SRDMA_KCHK_PD ? "is of another PD"
+				  : r == SRDMA_KCHK_STATE ? "is not valid"
+				  : "does not cover the range");
 			return -EFAULT;
-		if (r == SRDMA_KCHK_BOUNDS)
-			return -EFAULT;
+		}
 		if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
-		    !(s.access & IBV_ACCESS_LOCAL_WRITE))
+		    !(s.access & IBV_ACCESS_LOCAL_WRITE)) {
+			srdma_dbg("advise_mr: SGE %u: PREFETCH_WRITE on an MR "
+				  "without LOCAL_WRITE", i);
 			return -EPERM;
-		if (!(s.flags & SRDMA_KEYF_ODP))
+		}
+		if (!(s.flags & SRDMA_KEYF_ODP)) {
+			srdma_dbg("advise_mr: SGE %u: lkey %#x is not an ODP "
+				  "MR", i, sg_list[i].lkey);
 			return -ENOENT;
+		}
 	}
 	for (i = 0; i < num_sge; i++) {
 		struct srdma_key_snap s;

@@ -27,7 +27,10 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "core/raw.h"
+#include "transport/net/rawwire.h"
 #include "core/restrack.h"
+#include "core/xrc.h"
 #include "transport/net/net.h"
 #include "util/fault.h"
 #include "util/log.h"
@@ -207,8 +210,83 @@ static uint32_t inline_grant(const struct ibv_qp_cap *cap)
 	return cap->max_inline_data > room ? cap->max_inline_data : room;
 }
 
+/*
+ * An RSS QP (raw packet, with an indirection table and a hash
+ * configuration) has no queue of its own: its frames land in the table's
+ * WQs. Internally it uses the first WQ's CQ as both CQs (nothing is ever
+ * posted to it) and a one-entry receive ring nobody fills; the public
+ * send_cq and recv_cq stay NULL.
+ */
+static int rss_attr(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
+		    struct ibv_qp_init_attr_ex *in)
+{
+	uint64_t rss = IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
+	struct srdma_rwq_tbl *t;
+
+	if ((a->comp_mask & rss) != rss || a->qp_type != IBV_QPT_RAW_PACKET) {
+		srdma_dbg("create QP: an RSS QP is a raw packet QP with both "
+			  "an indirection table and a hash configuration");
+		return -EINVAL;
+	}
+	if (!a->rwq_ind_tbl ||
+	    !srdma_handle_check(a->rwq_ind_tbl, SRDMA_OBJ_RWQ_TBL)) {
+		srdma_dbg("create QP: %p is not an indirection table",
+			  (void *)a->rwq_ind_tbl);
+		return -EINVAL;
+	}
+	t = (struct srdma_rwq_tbl *)a->rwq_ind_tbl;
+	if (t->ctx != ctx) {
+		srdma_dbg("create QP: an indirection table of another context");
+		return -EINVAL;
+	}
+	*in = *a;
+	in->send_cq = in->recv_cq = &t->wq[0]->qp->recv_cq->ib.cq;
+	in->srq = NULL;
+	memset(&in->cap, 0, sizeof(in->cap));
+	in->cap.max_recv_sge = 1;
+	return 0;
+}
+
+static int qp_create(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
+		     struct srdma_qp **out);
+
 int srdma_qp_create(struct srdma_context *ctx,
 		    struct ibv_qp_init_attr_ex *a, struct srdma_qp **out)
+{
+	struct ibv_qp_init_attr_ex in;
+	struct srdma_qp *qp;
+	int ret;
+
+	if (a->qp_type == IBV_QPT_RAW_PACKET) {
+		ret = srdma_raw_qp_allowed(ctx);
+		if (ret)
+			return ret;
+	}
+	if (!(a->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE |
+			      IBV_QP_INIT_ATTR_RX_HASH)))
+		return qp_create(ctx, a, out);
+	ret = rss_attr(ctx, a, &in);
+	if (ret)
+		return ret;
+	ret = qp_create(ctx, &in, &qp);
+	if (ret)
+		return ret;
+	qp->ib.qp.send_cq = qp->ib.qp.recv_cq = NULL;
+	qp->cap.max_recv_sge = 0;
+	qp->attr.cap = qp->cap;
+	a->cap = qp->cap;
+	*out = qp;
+	return 0;
+}
+
+int srdma_qp_create_wq(struct srdma_context *ctx,
+		       struct ibv_qp_init_attr_ex *a, struct srdma_qp **out)
+{
+	return qp_create(ctx, a, out);
+}
+
+static int qp_create(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
+		     struct srdma_qp **out)
 {
 	struct srdma_cq *scq, *rcq;
 	struct srdma_srq *srq = NULL;
@@ -217,10 +295,28 @@ int srdma_qp_create(struct srdma_context *ctx,
 	struct srdma_qp *qp;
 	uint32_t slot = 0, i;
 	uint64_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-			 IBV_QP_INIT_ATTR_CREATE_FLAGS;
+			 IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			 IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH;
 	int ret;
 
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+	bool tgt = a->qp_type == IBV_QPT_XRC_RECV;
+	struct srdma_xrcd *xrcd = NULL;
+
+	if (tgt) {
+		/* XRC TGT: in an XRC domain, no PD, no CQ, no queue of its
+		 * own (docs/design/xrc.md). */
+		known |= IBV_QP_INIT_ATTR_XRCD;
+		xrcd = (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ?
+			       srdma_xrcd_lookup(a->xrcd) : NULL;
+		if (!xrcd || xrcd->ctx != ctx) {
+			srdma_dbg("create QP: XRC_RECV needs an XRC domain of "
+				  "this context (comp_mask %#x, xrcd %p)",
+				  a->comp_mask,
+				  (a->comp_mask & IBV_QP_INIT_ATTR_XRCD) ?
+					  (void *)a->xrcd : NULL);
+			return -EINVAL;
+		}
+	} else if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD)) {
 		srdma_dbg("create QP: no PD (comp_mask %#x)", a->comp_mask);
 		return -EINVAL;
 	}
@@ -229,36 +325,61 @@ int srdma_qp_create(struct srdma_context *ctx,
 			  (unsigned long long)(a->comp_mask & ~known));
 		return -EOPNOTSUPP;
 	}
-	/* No creation flag (scatter FCS, CVLAN stripping...) is offered. */
-	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags) {
+	/* Of the creation flags only the multicast loopback block is
+	 * offered (not scatter FCS, CVLAN stripping...). */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
 		srdma_dbg("create QP: create_flags %#x not supported",
 			  a->create_flags);
 		return -EOPNOTSUPP;
 	}
-	pd = srdma_pd_lookup(a->pd);
-	if (!pd || pd->ctx != ctx) {
+	pd = tgt ? NULL : srdma_pd_lookup(a->pd);
+	if (!tgt && (!pd || pd->ctx != ctx)) {
 		srdma_dbg("create QP: %p is not a PD of this context",
 			  (void *)a->pd);
 		return -EINVAL;
 	}
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
-	    a->qp_type != IBV_QPT_UD) {
-		srdma_dbg("create QP: type %d not supported (RC, UC and UD "
-			  "are; XRC and raw packet QPs are not)", a->qp_type);
+	    a->qp_type != IBV_QPT_UD && a->qp_type != IBV_QPT_XRC_SEND &&
+	    a->qp_type != IBV_QPT_RAW_PACKET && !tgt) {
+		srdma_dbg("create QP: type %d not supported (RC, UC, UD, XRC "
+			  "and raw packet are)", a->qp_type);
 		return -EOPNOTSUPP;
 	}
-	if (!a->send_cq || !a->recv_cq ||
-	    !srdma_handle_check(a->send_cq, SRDMA_OBJ_CQ) ||
-	    !srdma_handle_check(a->recv_cq, SRDMA_OBJ_CQ)) {
-		srdma_dbg("create QP: send_cq %p / recv_cq %p: not both CQs",
-			  (void *)a->send_cq, (void *)a->recv_cq);
-		return -EINVAL;
-	}
-	scq = to_scq(a->send_cq);
-	rcq = to_scq(a->recv_cq);
-	if (scq->ctx != ctx || rcq->ctx != ctx) {
-		srdma_dbg("create QP: a CQ of another context");
-		return -EINVAL;
+	if (tgt) {
+		/* Neither CQ is used: completions go to the SRQ's CQ. */
+		scq = rcq = NULL;
+		a->srq = NULL;
+		memset(&a->cap, 0, sizeof(a->cap));
+	} else if (a->qp_type == IBV_QPT_XRC_SEND) {
+		/* XRC INI: a send queue only (no receive CQ, no RQ). */
+		if (!a->send_cq ||
+		    !srdma_handle_check(a->send_cq, SRDMA_OBJ_CQ) ||
+		    to_scq(a->send_cq)->ctx != ctx) {
+			srdma_dbg("create QP: XRC_SEND needs a send CQ of "
+				  "this context (send_cq %p)",
+				  (void *)a->send_cq);
+			return -EINVAL;
+		}
+		scq = rcq = to_scq(a->send_cq);
+		a->srq = NULL;
+		a->cap.max_recv_wr = 0;
+		a->cap.max_recv_sge = 0;
+	} else {
+		if (!a->send_cq || !a->recv_cq ||
+		    !srdma_handle_check(a->send_cq, SRDMA_OBJ_CQ) ||
+		    !srdma_handle_check(a->recv_cq, SRDMA_OBJ_CQ)) {
+			srdma_dbg("create QP: send_cq %p / recv_cq %p: not "
+				  "both CQs", (void *)a->send_cq,
+				  (void *)a->recv_cq);
+			return -EINVAL;
+		}
+		scq = to_scq(a->send_cq);
+		rcq = to_scq(a->recv_cq);
+		if (scq->ctx != ctx || rcq->ctx != ctx) {
+			srdma_dbg("create QP: a CQ of another context");
+			return -EINVAL;
+		}
 	}
 	if (a->srq) {
 		if (!srdma_handle_check(a->srq, SRDMA_OBJ_SRQ)) {
@@ -271,8 +392,14 @@ int srdma_qp_create(struct srdma_context *ctx,
 			srdma_dbg("create QP: an SRQ of another context");
 			return -EINVAL;
 		}
+		if (srq->xrcd) {
+			srdma_dbg("create QP: an XRC SRQ serves XRC_RECV QPs "
+				  "through its domain, not as a QP's SRQ");
+			return -EINVAL;
+		}
 	}
-	ret = check_cap(&a->cap, srq != NULL);
+	ret = check_cap(&a->cap, srq != NULL || tgt ||
+				 a->qp_type == IBV_QPT_XRC_SEND);
 	if (ret)
 		return ret;
 	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
@@ -298,16 +425,19 @@ int srdma_qp_create(struct srdma_context *ctx,
 	qp->ctx = ctx;
 	qp->pd = pd;
 	qp->send_cq = scq;
+	qp->block_self_mc = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+			    (a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 	qp->recv_cq = rcq;
 	qp->srq = srq;
 	qp->type = a->qp_type;
 	qp->sq_sig_all = a->sq_sig_all;
 	qp->is_ex = a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qp->xrcd = xrcd;
 	qp->cap = a->cap;
-	if (!qp->cap.max_send_sge)
+	if (!qp->cap.max_send_sge && !tgt)
 		qp->cap.max_send_sge = 1;
-	qp->cap.max_inline_data = inline_grant(&qp->cap);
-	if (srq) {
+	qp->cap.max_inline_data = tgt ? 0 : inline_grant(&qp->cap);
+	if (srq || tgt || a->qp_type == IBV_QPT_XRC_SEND) {
 		qp->cap.max_recv_wr = 0;
 		qp->cap.max_recv_sge = 0;
 	} else if (!qp->cap.max_recv_sge) {
@@ -327,7 +457,7 @@ int srdma_qp_create(struct srdma_context *ctx,
 		goto err_unlock;
 	}
 	sh = srdma_seg_qp(ctx->host.seg, slot);
-	if (srq) {
+	if (srq || tgt || a->qp_type == IBV_QPT_XRC_SEND) {
 		if (!ctx->qp_minit[slot]) {
 			ret = srdma_shm_mutex_init(&sh->rq.rlock);
 			if (ret)
@@ -349,13 +479,15 @@ int srdma_qp_create(struct srdma_context *ctx,
 	sh->gen++;
 	sh->type = (uint8_t)a->qp_type;
 	sh->min_rnr_timer = 0;
-	sh->pd_handle = pd->ibpd.handle;
+	sh->pd_handle = pd ? pd->ibpd.handle : 0;
+	sh->xrcd[0] = xrcd ? xrcd->id[0] : 0;
+	sh->xrcd[1] = xrcd ? xrcd->id[1] : 0;
 	atomic_store(&sh->access, 0);
 	atomic_store(&sh->qkey, 0);
 	atomic_store(&sh->dest_qpn, 0);
 	atomic_store(&sh->dlid, 0);
-	sh->send_cq = scq->slot;
-	sh->recv_cq = rcq->slot;
+	sh->send_cq = scq ? scq->slot : 0;
+	sh->recv_cq = rcq ? rcq->slot : 0;
 	sh->srq = srq ? srq->slot + 1 : 0;
 	sh->sq_psn = sh->rq_psn = 0;
 	atomic_store(&sh->n_sent, 0);
@@ -390,15 +522,27 @@ int srdma_qp_create(struct srdma_context *ctx,
 	ctx->qp_by_slot[slot] = qp;
 	ctx->next_qp = slot + 1;
 	ctx->n_qp++;
-	scq->n_qp++;
-	rcq->n_qp++;
+	if (scq) {
+		scq->n_qp++;
+		rcq->n_qp++;
+	}
 	if (srq)
 		srq->n_qp++;
-	atomic_fetch_add(&pd->usecnt, 1);
+	if (pd)
+		atomic_fetch_add(&pd->usecnt, 1);
+	if (xrcd)
+		atomic_fetch_add(&xrcd->usecnt, 1);
 	atomic_store_explicit(&sh->live, SRDMA_OBJ_LIVE, memory_order_release);
 	pthread_mutex_unlock(&ctx->lock);
-	/* net transport: a RoCE port's QPs get their net half (qp_net.c). */
-	if (srdma_link_is_eth()) {
+	/* Raw packet QPs: their raw half (raw.c); frames, not RoCE. */
+	if (a->qp_type == IBV_QPT_RAW_PACKET) {
+		ret = srdma_raw_qp_setup(qp, a);
+		if (ret) {
+			srdma_qp_destroy(qp);
+			return ret;
+		}
+	} else if (srdma_link_is_eth()) {
+		/* net transport: a RoCE port's QPs get their net half. */
 		ret = srdma_net_qp_create(qp);
 		if (ret) {
 			srdma_qp_destroy(qp);
@@ -410,8 +554,7 @@ int srdma_qp_create(struct srdma_context *ctx,
 	return 0;
 
 err_rq:
-	if (!srq)
-		srdma_rq_fini(ctx, &sh->rq);
+	srdma_rq_fini(ctx, &sh->rq);	/* no-op without a queue of its own */
 err_unlock:
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&qp->sq_lock);
@@ -446,18 +589,87 @@ static void clean_cqs(struct srdma_qp *qp)
 		srdma_cq_clean(qp->recv_cq, qp->ib.qp.qp_num);
 }
 
+static void qp_free(struct srdma_qp *qp);
+
+/* Close a handle from ibv_open_qp; the last one of a TGT QP its creator
+ * destroyed meanwhile destroys it. */
+static int qp_close_opened(struct srdma_qp *h)
+{
+	struct srdma_context *ctx = h->ctx;
+	struct srdma_qp *real = h->open_of;
+	bool last = false;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (!srdma_handle_del(h, SRDMA_OBJ_QP)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	if (real) {
+		real->n_open--;
+		last = !real->n_open && real->zombie;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	srdma_peer_put(ctx, h->open_peer);
+	pthread_mutex_destroy(&h->sq_lock);
+	pthread_mutex_destroy(&h->ib.qp.mutex);
+	pthread_cond_destroy(&h->ib.qp.cond);
+	free(h);
+	if (last)
+		qp_free(real);
+	return 0;
+}
+
 int srdma_qp_destroy(struct srdma_qp *qp)
+{
+	struct srdma_context *ctx = qp->ctx;
+	bool keep;
+
+	if (qp->opened)
+		return qp_close_opened(qp);
+	pthread_mutex_lock(&ctx->lock);
+	if (!srdma_handle_check(qp, SRDMA_OBJ_QP)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	/* As the kernel's uverbs: detach first (ibv_detach_mcast). */
+	if (atomic_load(&qp->n_mcast)) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_dbg("destroy QP %#x: still attached to %u multicast group(s)",
+			  qp->ib.qp.qp_num, atomic_load(&qp->n_mcast));
+		return -EBUSY;
+	}
+	if (qp->raw && qp->raw->n_flow) {
+		srdma_dbg("destroy QP %#x: %u flows still steer to it",
+			  qp->ib.qp.qp_num, qp->raw->n_flow);
+		pthread_mutex_unlock(&ctx->lock);
+		return -EBUSY;
+	}
+	if (!srdma_handle_del(qp, SRDMA_OBJ_QP)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	/* A TGT QP still opened elsewhere in this process lives on, as the
+	 * kernel keeps it for its other handles. */
+	keep = qp->n_open > 0;
+	qp->zombie = keep;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!keep)
+		qp_free(qp);
+	return 0;
+}
+
+/* Unpublish, drain and free @qp (its handle is already gone). */
+static void qp_free(struct srdma_qp *qp)
 {
 	const struct srdma_engine_ops *eng = srdma_engine_ops_get();
 	struct srdma_context *ctx = qp->ctx;
 	struct srdma_shm_qp *sh = qp->sh;
 	struct srdma_pd *pd = qp->pd;
+	bool wire;
 
 	pthread_mutex_lock(&ctx->lock);
-	if (!srdma_handle_del(qp, SRDMA_OBJ_QP)) {
-		pthread_mutex_unlock(&ctx->lock);
-		return -EINVAL;
-	}
+	wire = qp->raw && qp->raw->wire;
+	srdma_raw_qp_release_locked(qp);	/* no flow left: cannot fail */
 	/* Unpublish, then wait out an initiator inside the RQ section. */
 	srdma_shm_lock(&sh->rq.rlock);
 	atomic_store(&sh->live, SRDMA_OBJ_FREE);
@@ -469,6 +681,8 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	if (eng)
 		eng->qp_forget_locked(qp);
 	pthread_mutex_unlock(&ctx->lock);
+	if (wire)
+		srdma_rawwire_put(ctx);	/* its receiver may take ctx->lock */
 
 	/* A progress sweep that pinned it before may still hold it. */
 	while (atomic_load(&qp->busy))
@@ -486,13 +700,16 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	clean_cqs(qp);
 
 	pthread_mutex_lock(&ctx->lock);
-	if (!qp->srq)
-		srdma_rq_fini(ctx, &sh->rq);
+	srdma_rq_fini(ctx, &sh->rq);	/* no-op without a queue of its own */
 	ctx->n_qp--;
-	qp->send_cq->n_qp--;
-	qp->recv_cq->n_qp--;
+	if (qp->send_cq) {
+		qp->send_cq->n_qp--;
+		qp->recv_cq->n_qp--;
+	}
 	if (qp->srq)
 		qp->srq->n_qp--;
+	if (qp->xrcd)
+		atomic_fetch_sub(&qp->xrcd->usecnt, 1);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->ib.qp.mutex);
@@ -500,8 +717,8 @@ int srdma_qp_destroy(struct srdma_qp *qp)
 	free(qp->bld);
 	free(qp->bld_sge);
 	srdma_pd_obj_free(pd, qp, SRDMA_RES_TYPE_QP);
-	atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used @pd */
-	return 0;
+	if (pd)
+		atomic_fetch_sub(&pd->usecnt, 1); /* last: the free used @pd */
 }
 
 /* ---- modify / query ----------------------------------------------------- */
@@ -568,6 +785,26 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 
 	if (!attr)
 		return -EINVAL;
+	/* As the kernel's uverbs: attributes of the half an XRC QP does not
+	 * have are ignored, not refused (perftest -c XRC passes RC's). */
+	if (qp->type == IBV_QPT_XRC_SEND)
+		mask &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	else if (qp->type == IBV_QPT_XRC_RECV)
+		mask &= ~(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY);
+	if (qp->opened) {
+		if (qp->open_of)
+			return srdma_qp_modify(qp->open_of, attr, mask);
+		srdma_dbg("modify_qp %#x: a handle from ibv_open_qp on a QP "
+			  "of another process: modify it through its creator",
+			  qp->ib.qp.qp_num);
+		return -EOPNOTSUPP;
+	}
+	if (qp->raw && qp->raw->tbl) {
+		srdma_dbg("modify_qp %#x: an RSS QP has no state to change "
+			  "(its WQs do; mlx5 refuses too)", qp->ib.qp.qp_num);
+		return -EOPNOTSUPP;
+	}
 	pthread_mutex_lock(&qp->sq_lock);
 	cur = (enum ibv_qp_state)atomic_load(&sh->state);
 	next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
@@ -669,7 +906,7 @@ int srdma_qp_modify(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask)
 		if (next == IBV_QPS_RESET) {
 			sq_drop_locked(qp);
 			clean_cqs(qp);
-			if (!qp->srq) {
+			if (!qp->srq && sh->rq.size) {
 				srdma_shm_lock(&sh->rq.rlock);
 				atomic_store(&sh->rq.tail,
 					     atomic_load(&sh->rq.head));
@@ -693,6 +930,24 @@ int srdma_qp_query(struct srdma_qp *qp, struct ibv_qp_attr *attr, int mask,
 {
 	if (!attr || !init)
 		return -EINVAL;
+	if (qp->opened) {
+		int ret = 0;
+
+		if (qp->open_of) {
+			ret = srdma_qp_query(qp->open_of, attr, mask, init);
+		} else {
+			memset(attr, 0, sizeof(*attr));
+			memset(init, 0, sizeof(*init));
+			attr->qp_state = (enum ibv_qp_state)atomic_load(
+				&qp->sh->state);
+			attr->cur_qp_state = attr->qp_state;
+			attr->port_num = 1;
+			init->qp_type = IBV_QPT_XRC_RECV;
+		}
+		init->qp_context = qp->ib.qp.qp_context;
+		qp->ib.qp.state = attr->qp_state;
+		return ret;
+	}
 	(void)mask;	/* everything is cheap: fill it all, as providers do */
 	pthread_mutex_lock(&qp->sq_lock);
 	*attr = qp->attr;
@@ -718,7 +973,8 @@ int srdma_qp_post_recv(struct srdma_qp *qp, struct ibv_recv_wr *wr,
 	uint32_t st = atomic_load(&qp->sh->state);
 	int ret;
 
-	if (qp->srq || st == IBV_QPS_RESET) {
+	if (qp->srq || st == IBV_QPS_RESET || qp->type == IBV_QPT_XRC_SEND ||
+	    qp->type == IBV_QPT_XRC_RECV) {
 		if (bad)
 			*bad = wr;
 		return EINVAL;
@@ -730,4 +986,105 @@ int srdma_qp_post_recv(struct srdma_qp *qp, struct ibv_recv_wr *wr,
 		srdma_rq_flush(qp->ctx, NULL, qp->ctx->host.seg, qp->sh,
 			       qp->ib.qp.qp_num);
 	return ret;
+}
+
+/* ---- ibv_open_qp ------------------------------------------------------- */
+
+int srdma_qp_open(struct srdma_context *ctx, struct ibv_qp_open_attr *a,
+		  struct srdma_qp **out)
+{
+	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			      IBV_QP_OPEN_ATTR_TYPE;
+	struct srdma_peer *p = NULL;
+	struct srdma_qp *real = NULL, *h;
+	struct srdma_shm_qp *sh;
+	struct srdma_xrcd *xrcd;
+	uint32_t lid, slot;
+
+	if (!a)
+		return -EINVAL;
+	if ((a->comp_mask & need) != need ||
+	    (a->comp_mask & ~(uint32_t)(IBV_QP_OPEN_ATTR_RESERVED - 1))) {
+		srdma_dbg("open_qp: comp_mask %#x (NUM, XRCD and TYPE are "
+			  "required)", a->comp_mask);
+		return -EINVAL;
+	}
+	xrcd = srdma_xrcd_lookup(a->xrcd);
+	if (!xrcd || xrcd->ctx != ctx || a->qp_type != IBV_QPT_XRC_RECV) {
+		srdma_dbg("open_qp: xrcd %p of this context and type "
+			  "XRC_RECV needed (type %d)", (void *)a->xrcd,
+			  a->qp_type);
+		return -EINVAL;
+	}
+	lid = a->qp_num >> SRDMA_QPN_SHIFT;
+	slot = a->qp_num & ((1u << SRDMA_QPN_SHIFT) - 1);
+	if (!slot || a->qp_num > 0xffffff)
+		goto no_qp;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_lock(&ctx->lock);
+	if (lid == ctx->host.lid) {
+		real = ctx->qp_by_slot[slot];
+		if (!real || real->zombie || real->type != IBV_QPT_XRC_RECV ||
+		    real->xrcd->id[0] != xrcd->id[0] ||
+		    real->xrcd->id[1] != xrcd->id[1]) {
+			pthread_mutex_unlock(&ctx->lock);
+			free(h);
+			goto no_qp;
+		}
+		sh = real->sh;
+	} else {
+		pthread_mutex_unlock(&ctx->lock);
+		p = srdma_peer_get(ctx, lid);
+		if (!p) {
+			free(h);
+			goto no_qp;
+		}
+		sh = srdma_seg_qp(p->seg, slot);
+		if (atomic_load_explicit(&sh->live, memory_order_acquire) !=
+			    SRDMA_OBJ_LIVE || sh->type != IBV_QPT_XRC_RECV ||
+		    sh->xrcd[0] != xrcd->id[0] || sh->xrcd[1] != xrcd->id[1]) {
+			srdma_peer_put(ctx, p);
+			free(h);
+			goto no_qp;
+		}
+		pthread_mutex_lock(&ctx->lock);
+	}
+	h->ctx = ctx;
+	h->type = IBV_QPT_XRC_RECV;
+	h->opened = true;
+	h->open_of = real;
+	h->open_peer = p;
+	h->sh = sh;
+	h->slot = slot;
+	pthread_mutex_init(&h->sq_lock, NULL);
+	h->pend_tail = &h->pend_head;
+	h->ib.qp.context = &ctx->vctx.context;
+	h->ib.qp.qp_context = a->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT ?
+				      a->qp_context : NULL;
+	h->ib.qp.handle = slot;
+	h->ib.qp.qp_num = a->qp_num;
+	h->ib.qp.state = (enum ibv_qp_state)atomic_load(&sh->state);
+	h->ib.qp.qp_type = IBV_QPT_XRC_RECV;
+	pthread_mutex_init(&h->ib.qp.mutex, NULL);
+	pthread_cond_init(&h->ib.qp.cond, NULL);
+	if (srdma_handle_add(h, SRDMA_OBJ_QP)) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_peer_put(ctx, p);
+		pthread_mutex_destroy(&h->sq_lock);
+		pthread_mutex_destroy(&h->ib.qp.mutex);
+		pthread_cond_destroy(&h->ib.qp.cond);
+		free(h);
+		return -ENOMEM;
+	}
+	if (real)
+		real->n_open++;
+	pthread_mutex_unlock(&ctx->lock);
+	*out = h;
+	return 0;
+
+no_qp:
+	srdma_dbg("open_qp: no XRC_RECV QP %#x in this XRC domain", a->qp_num);
+	return -EINVAL;
 }

@@ -5,7 +5,9 @@
  *
  * The transition table is the InfiniBand one (QP state diagram plus the
  * Modify QP verb's required/optional attribute lists) as the Linux kernel's
- * ib_modify_qp_is_ok() encodes it, restricted to RC, UC and UD, so that an
+ * ib_modify_qp_is_ok() encodes it, restricted to RC, UC, UD, the two XRC
+ * types (INI, TGT) and raw packet QPs (which take only IBV_QP_PORT, to
+ * INIT, as in the kernel), so that an
  * application sees the same EINVALs here as on rxe, siw or a real HCA.
  * Two properties of that encoding are kept on purpose:
  *
@@ -31,7 +33,7 @@
 #include "core/qp_state.h"
 #include "util/compiler.h"
 
-enum { T_RC, T_UC, T_UD, NR_TYPES };
+enum { T_RC, T_UC, T_UD, T_XI, T_XT, T_RAW, NR_TYPES };
 
 struct qp_transition {
 	bool valid;
@@ -61,6 +63,11 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_ACCESS_FLAGS,
 				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					 IBV_QP_QKEY,
+				[T_XI] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_XT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_RAW] = IBV_QP_PORT,
 			},
 		},
 	},
@@ -76,6 +83,11 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_ACCESS_FLAGS,
 				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					 IBV_QP_QKEY,
+				[T_XI] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_XT] = IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					 IBV_QP_ACCESS_FLAGS,
+				[T_RAW] = IBV_QP_PORT,
 			},
 		},
 		[IBV_QPS_RTR] = {
@@ -87,6 +99,12 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_MIN_RNR_TIMER,
 				[T_UC] = IBV_QP_AV | IBV_QP_PATH_MTU |
 					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+				[T_XI] = IBV_QP_AV | IBV_QP_PATH_MTU |
+					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN,
+				[T_XT] = IBV_QP_AV | IBV_QP_PATH_MTU |
+					 IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					 IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_MIN_RNR_TIMER,
 			},
 			.opt = {
 				[T_RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
@@ -94,6 +112,10 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
 					 IBV_QP_PKEY_INDEX,
 				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+				[T_XI] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_PKEY_INDEX,
+				[T_XT] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+					 IBV_QP_PKEY_INDEX,
 			},
 		},
 	},
@@ -108,12 +130,18 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_MAX_QP_RD_ATOMIC,
 				[T_UC] = IBV_QP_SQ_PSN,
 				[T_UD] = IBV_QP_SQ_PSN,
+				[T_XI] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					 IBV_QP_MAX_QP_RD_ATOMIC,
+				[T_XT] = IBV_QP_TIMEOUT | IBV_QP_SQ_PSN,
 			},
 			.opt = {
 				[T_RC] = IBV_QP_CUR_STATE | PATH_RC |
 					 IBV_QP_RATE_LIMIT,
 				[T_UC] = IBV_QP_CUR_STATE | PATH_UC,
 				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				[T_XI] = IBV_QP_CUR_STATE | PATH_UC,
+				[T_XT] = IBV_QP_CUR_STATE | PATH_RC,
 			},
 		},
 	},
@@ -127,6 +155,8 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 					 IBV_QP_RATE_LIMIT,
 				[T_UC] = IBV_QP_CUR_STATE | PATH_UC,
 				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				[T_XI] = IBV_QP_CUR_STATE | PATH_UC,
+				[T_XT] = IBV_QP_CUR_STATE | PATH_RC,
 			},
 		},
 		[IBV_QPS_SQD] = {
@@ -135,6 +165,8 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 				[T_UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 				[T_UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				[T_XI] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				[T_XT] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
 			},
 		},
 	},
@@ -147,6 +179,8 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_RC] = IBV_QP_CUR_STATE | PATH_RC,
 				[T_UC] = IBV_QP_CUR_STATE | PATH_UC,
 				[T_UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				[T_XI] = IBV_QP_CUR_STATE | PATH_UC,
+				[T_XT] = IBV_QP_CUR_STATE | PATH_RC,
 			},
 		},
 		/* While drained, the path and the depths may be changed. */
@@ -162,6 +196,15 @@ static const struct qp_transition qp_table[NR_STATES][NR_STATES] = {
 				[T_UC] = PATH_UC | IBV_QP_AV |
 					 IBV_QP_PKEY_INDEX,
 				[T_UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+				[T_XI] = PATH_UC | IBV_QP_PORT | IBV_QP_AV |
+					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY |
+					 IBV_QP_MAX_QP_RD_ATOMIC |
+					 IBV_QP_PKEY_INDEX,
+				[T_XT] = PATH_RC | IBV_QP_PORT | IBV_QP_AV |
+					 IBV_QP_TIMEOUT |
+					 IBV_QP_MAX_DEST_RD_ATOMIC |
+					 IBV_QP_PKEY_INDEX,
 			},
 		},
 	},
@@ -192,6 +235,12 @@ static int type_index(enum ibv_qp_type type)
 		return T_UC;
 	case IBV_QPT_UD:
 		return T_UD;
+	case IBV_QPT_XRC_SEND:
+		return T_XI;
+	case IBV_QPT_XRC_RECV:
+		return T_XT;
+	case IBV_QPT_RAW_PACKET:
+		return T_RAW;
 	default:
 		return -1;
 	}

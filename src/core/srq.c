@@ -21,11 +21,15 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/xrc.h"
+#include "core/srq_tm.h"
 #include "util/fault.h"
 #include "util/log.h"
 
-int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
-		     struct srdma_srq **out)
+/* Build and publish an SRQ; @xrcd and @cq are set for an XRC SRQ. */
+static int srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
+		      struct srdma_xrcd *xrcd, struct srdma_cq *cq,
+		      struct srdma_srq **out)
 {
 	struct srdma_pd *pd = srdma_pd_lookup(ibpd);
 	struct srdma_context *ctx;
@@ -78,6 +82,11 @@ int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
 	srq->sh = sh;
 	sh->gen++;
 	sh->pd_handle = ibpd->handle;
+	srq->xrcd = xrcd;
+	srq->xrc_cq = cq;
+	sh->xrc_cq = cq ? cq->slot + 1 : 0;
+	sh->xrcd[0] = xrcd ? xrcd->id[0] : 0;
+	sh->xrcd[1] = xrcd ? xrcd->id[1] : 0;
 	atomic_store(&sh->limit, 0);
 	atomic_store(&sh->error, 0);
 	srq->ibsrq.context = ibpd->context;
@@ -95,6 +104,10 @@ int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
 	ctx->next_srq = slot + 1;
 	ctx->n_srq++;
 	atomic_fetch_add(&pd->usecnt, 1);
+	if (xrcd) {
+		atomic_fetch_add(&xrcd->usecnt, 1);
+		cq->n_qp++;	/* the CQ may not go while we use it */
+	}
 	atomic_store_explicit(&sh->live, SRDMA_OBJ_LIVE, memory_order_release);
 	pthread_mutex_unlock(&ctx->lock);
 	a->attr.max_wr = srq->max_wr;
@@ -106,6 +119,52 @@ err_unlock:
 	pthread_mutex_unlock(&ctx->lock);
 	srdma_pd_obj_free(pd, srq, SRDMA_RES_TYPE_SRQ);
 	return ret;
+}
+
+int srdma_srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
+		     struct srdma_srq **out)
+{
+	return srq_create(ibpd, a, NULL, NULL, out);
+}
+
+int srdma_srq_create_xrc(struct srdma_context *ctx,
+			 struct ibv_srq_init_attr_ex *a, struct srdma_srq **out)
+{
+	const uint32_t need = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	struct ibv_srq_init_attr basic;
+	struct srdma_xrcd *xrcd;
+	struct srdma_pd *pd;
+	struct srdma_cq *cq;
+	int ret;
+
+	if ((a->comp_mask & need) != need) {
+		srdma_dbg("create XRC SRQ: comp_mask %#x lacks TYPE, PD, XRCD "
+			  "or CQ", a->comp_mask);
+		return -EINVAL;
+	}
+	xrcd = srdma_xrcd_lookup(a->xrcd);
+	pd = srdma_pd_lookup(a->pd);
+	if (!xrcd || xrcd->ctx != ctx || !pd || pd->ctx != ctx ||
+	    !a->cq || !srdma_handle_check(a->cq, SRDMA_OBJ_CQ) ||
+	    to_scq(a->cq)->ctx != ctx) {
+		srdma_dbg("create XRC SRQ: xrcd %p, pd %p, cq %p: not all of "
+			  "this context", (void *)a->xrcd, (void *)a->pd,
+			  (void *)a->cq);
+		return -EINVAL;
+	}
+	cq = to_scq(a->cq);
+	basic.srq_context = a->srq_context;
+	basic.attr = a->attr;
+	ret = srq_create(a->pd, &basic, xrcd, cq, out);
+	if (!ret)
+		a->attr = basic.attr;
+	return ret;
+}
+
+uint32_t srdma_srq_num(const struct srdma_srq *srq)
+{
+	return srq->ctx->host.lid << SRDMA_QPN_SHIFT | srq->slot;
 }
 
 int srdma_srq_destroy(struct srdma_srq *srq)
@@ -128,7 +187,12 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 	srdma_shm_unlock(&sh->rq.rlock);
 	ctx->srq_by_slot[srq->slot] = NULL;
 	srdma_rq_fini(ctx, &sh->rq);
+	srdma_srq_tm_fini(srq);		/* a TM SRQ's tag list (srq_tm.c) */
 	ctx->n_srq--;
+	if (srq->xrcd) {
+		srq->xrc_cq->n_qp--;
+		atomic_fetch_sub(&srq->xrcd->usecnt, 1);
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&srq->ibsrq.mutex);
 	pthread_cond_destroy(&srq->ibsrq.cond);

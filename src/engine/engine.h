@@ -80,6 +80,16 @@ void srdma_engine_ctx_blocks(struct srdma_context *ctx);
 
 /* ---- what the engine offers the transports ----------------------------- */
 
+struct srdma_context;
+/**
+ * srdma_raw_input() - a frame of @len bytes arrived on @ctx's interface
+ * (transport/net/rawwire.c): put it into the receive queues @ctx's flows
+ * steer it to, as a frame of the host is (no flow: dropped).
+ * Context: the context's raw receiver thread; nothing held.
+ */
+void srdma_raw_input(struct srdma_context *ctx, const uint8_t *frame,
+		     uint32_t len);
+
 /**
  * srdma_comp_req() - complete send WQE @wr_id of @qp (@wr_opcode: its
  * enum ibv_wr_opcode) with @status: a CQE on the send CQ if the WQE was

@@ -53,9 +53,13 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/qp_state.h"
+#include "core/raw.h"
+#include "transport/net/rawwire.h"
 #include "engine/engine.h"
 #include "engine/progress.h"
 #include "engine/responder.h"
+#include "engine/tm.h"
+#include "transport/host/mcast.h"
 #include "transport/net/net.h"
 #include "util/log.h"
 #include "util/selfcopy.h"
@@ -75,6 +79,11 @@ struct outcome {
 	bool resp_error;		/* move the target QP to ERR */
 	uint32_t resp_event;		/* async event for the target, or 0 */
 	uint32_t byte_len;		/* our WC byte_len */
+	/* A rendezvous a TM SRQ matched, to read once our completion is
+	 * posted (engine/tm.c): storage the caller provides, and whether
+	 * it was filled. */
+	struct srdma_rwqe *rndv;
+	bool rndv_pending;
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -199,7 +208,10 @@ static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
 		if (!p || srdma_peer_gone(qp->ctx, p))
 			return false;
 	}
-	return !srdma_resp_target(qp->ctx, p, qpn, qp->type, t);
+	/* XRC: an INI QP talks to a TGT QP. */
+	return !srdma_resp_target(qp->ctx, p, qpn,
+				  qp->type == IBV_QPT_XRC_SEND ?
+					  IBV_QPT_XRC_RECV : qp->type, t);
 }
 
 /* RC/UC: the connected peer QP, which must be connected back to us. */
@@ -222,7 +234,8 @@ static bool resolve_connected(struct srdma_qp *qp, struct srdma_target *t)
  */
 static enum ibv_wc_status peer_gone_status(const struct srdma_qp *qp)
 {
-	return qp->type == IBV_QPT_RC ? IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND ?
+		       IBV_WC_RETRY_EXC_ERR : IBV_WC_SUCCESS;
 }
 
 /* A failed copy: whose fault? */
@@ -282,7 +295,9 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	o->byte_len = (uint32_t)lb.len;
 	if (ud && lb.len > 4096)	/* beyond the MTU: "sent", dropped */
 		goto out;
-	if (srdma_resp_rq_begin(t, &h)) {
+	/* The message's first bytes: a TM SRQ matches its TM header. */
+	if (srdma_resp_rq_begin_msg(t, &h, ud ? NULL : lb.iov, lb.n, lb.len,
+				    true)) {
 		local_release(&lb);
 		if (ud || uc)
 			return EXEC_DONE;	/* dropped */
@@ -372,6 +387,10 @@ static int exec_send(struct srdma_qp *qp, struct srdma_swqe *w,
 	c.src_qp = qp->ib.qp.qp_num;
 	c.slid = (uint16_t)qp->ctx->host.lid;
 	c.sl = ud ? w->ud_ah.sl : qp->attr.ah_attr.sl;
+	if (h.w.tm.kind == SRDMA_TM_RNDV && o->rndv) {
+		*o->rndv = h.w;
+		o->rndv_pending = true;
+	}
 	srdma_resp_rq_complete(&h, &c, w->send_flags & IBV_SEND_SOLICITED);
 out:
 	local_release(&lb);
@@ -659,6 +678,107 @@ static int unanswered(struct srdma_qp *qp, struct srdma_swqe *w,
 	return EXEC_DONE;
 }
 
+/* ---- raw packet QPs --------------------------------------------------------- */
+
+/*
+ * Put one frame into the receive queue of raw QP or WQ @d (another
+ * context, any process of the host), as a NIC does: no receive WQE, a
+ * QP not ready, a destination gone: the frame is dropped; a WQE too small
+ * completes with LOC_LEN_ERR (the QP stays usable, as for UD).
+ */
+static void raw_deliver(struct srdma_context *ctx,
+			const struct srdma_raw_dest *d, const uint8_t *frame,
+			uint32_t len)
+{
+	struct srdma_peer *p = srdma_peer_get(ctx, d->qpn >> SRDMA_QPN_SHIFT);
+	struct iovec iov = { (void *)(uintptr_t)frame, len };
+	struct srdma_shm_cqe c = { 0 };
+	struct srdma_target t;
+	struct srdma_rq_hold h;
+	int r;
+
+	if (!p)
+		return;
+	/* A flow of a dead owner whose LID came round again is not ours. */
+	if (p->pid != d->pid || p->start != d->start ||
+	    srdma_peer_gone(ctx, p) ||
+	    srdma_resp_target(ctx, p, d->qpn, IBV_QPT_RAW_PACKET, &t) ||
+	    !srdma_resp_qp_receives(&t) || srdma_resp_rq_begin(&t, &h))
+		goto out;
+	c.opcode = IBV_WC_RECV;
+	if (len > h.w.capacity) {
+		c.status = IBV_WC_LOC_LEN_ERR;
+		srdma_resp_rq_complete(&h, &c, false);
+		goto out;
+	}
+	r = srdma_resp_scatter(&t, &h.w, 0, &iov, 1, len);
+	if (r == -ESRCH) {
+		srdma_resp_rq_abort(&h);
+		goto out;
+	}
+	c.status = r ? IBV_WC_LOC_PROT_ERR : IBV_WC_SUCCESS;
+	c.byte_len = r ? 0 : len;
+	srdma_resp_rq_complete(&h, &c, false);
+out:
+	srdma_peer_put(ctx, p);
+}
+
+void srdma_raw_input(struct srdma_context *ctx, const uint8_t *frame,
+		     uint32_t len)
+{
+	struct srdma_raw_dest dst[16];
+	int i, n;
+
+	n = srdma_flow_route(ctx, frame, len, true, dst, (int)ARRAY_SIZE(dst));
+	for (i = 0; i < n; i++)
+		raw_deliver(ctx, &dst[i], frame, len);
+}
+
+/*
+ * A raw packet QP's SEND: gather the frame, route it through the host
+ * flow table (core/raw.c) and deliver a copy to each destination. The
+ * send completes successfully whether or not anyone received it, as on
+ * the wire; a frame above SRDMA_RAW_MAX_FRAME is LOC_LEN_ERR.
+ */
+static int exec_raw(struct srdma_qp *qp, struct srdma_swqe *w,
+		    struct outcome *o)
+{
+	struct srdma_raw_dest dst[16];
+	uint8_t frame[SRDMA_RAW_MAX_FRAME];
+	struct local_bufs lb;
+	struct iovec fiov;
+	int i, n;
+
+	if (local_acquire(qp, w, 0, &lb)) {
+		o->req_status = IBV_WC_LOC_PROT_ERR;
+		return EXEC_DONE;
+	}
+	o->byte_len = (uint32_t)lb.len;
+	if (lb.len > SRDMA_RAW_MAX_FRAME) {
+		srdma_dbg("QP %#x wr_id %#llx: frame of %llu bytes (at most %u)",
+			  qp->ib.qp.qp_num, (unsigned long long)w->wr_id,
+			  (unsigned long long)lb.len, SRDMA_RAW_MAX_FRAME);
+		o->req_status = IBV_WC_LOC_LEN_ERR;
+		goto out;
+	}
+	fiov.iov_base = frame;
+	fiov.iov_len = lb.len;
+	if (lb.len && srdma_self_vm_rw(&fiov, 1, lb.iov, lb.n, false) !=
+			      (ssize_t)lb.len) {
+		o->req_status = IBV_WC_LOC_PROT_ERR;
+		goto out;
+	}
+	n = srdma_flow_route(qp->ctx, frame, (uint32_t)lb.len, false, dst,
+			     (int)ARRAY_SIZE(dst));
+	for (i = 0; i < n; i++)
+		raw_deliver(qp->ctx, &dst[i], frame, (uint32_t)lb.len);
+	/* SRDMA_RAW_WIRE: out of the interface too. */
+	srdma_rawwire_send(qp->ctx, frame, (uint32_t)lb.len);
+out:
+	local_release(&lb);
+	return EXEC_DONE;
+}
+
 /* Does the net transport carry @w? RC/UC: the QP's destination chose it
  * at RTR; UD: per WR, by its address vector. */
 static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
@@ -670,13 +790,81 @@ static bool via_net(struct srdma_qp *qp, const struct srdma_swqe *w)
 	return qp->net->connected;
 }
 
+/*
+ * UD to a multicast group: one copy to each QP of this host attached to
+ * it (the host's group table, transport/host/mcast.c), checked as any UD
+ * receive (state, Q_Key, a receive WQE, else dropped for that QP alone);
+ * our own QP too when attached, unless created with
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, as mlx4/mlx5 and rxe loop back. On an
+ * Ethernet port the WR also goes to the wire (the group's IP address),
+ * for other hosts; the members this host reaches are served here only
+ * (the endpoint does not loop its multicast back). Return as exec_wr;
+ * *@net set when the net requester took the WR (it completes it).
+ */
+/* Does UD WR @w address a multicast group (its MGID, or without a GRH,
+ * on InfiniBand, a multicast LID)? */
+static bool ud_is_mcast(const struct srdma_qp *qp, const struct srdma_swqe *w)
+{
+	(void)qp;
+	if (w->ud_ah.is_global)
+		return srdma_gid_is_mcast(w->ud_ah.grh.dgid.raw);
+	return !srdma_link_is_eth() && w->ud_dlid >= SRDMA_MCAST_LID_BASE &&
+	       w->ud_dlid != 0xffff;
+}
+
+static int exec_mcast(struct srdma_qp *qp, struct srdma_swqe *w,
+		      struct outcome *o, bool *net)
+{
+	struct srdma_mcast_dest d[SRDMA_MCAST_QP_ATTACH];
+	bool grh = w->ud_ah.is_global, eth = srdma_link_is_eth();
+	struct srdma_target t;
+	unsigned int n, i;
+
+	o->byte_len = (uint32_t)sge_total(w);
+	*net = false;
+	/* IBA: a multicast DLID (or, with a GRH, MGID) and DQPN 0xffffff
+	 * together; anything else reaches nobody. */
+	if (!ud_is_mcast(qp, w) || w->ud_qpn != SRDMA_MCAST_QPN)
+		return EXEC_DONE;
+	if (eth && grh && qp->net && srdma_net_mcast_wire() &&
+	    srdma_transport_mode() != SRDMA_TRANSPORT_HOST) {
+		if (srdma_netreq_post(qp, w))
+			return EXEC_NOMEM;	/* nothing happened */
+		*net = true;
+	}
+	n = srdma_mcast_members(qp->ctx, grh ? w->ud_ah.grh.dgid.raw : NULL,
+				(uint16_t)w->ud_dlid, 0, d, SRDMA_MCAST_QP_ATTACH);
+	for (i = 0; i < n; i++) {
+		struct outcome one = { .req_status = IBV_WC_SUCCESS };
+
+		if (d[i].qpn == qp->ib.qp.qp_num && qp->block_self_mc)
+			continue;
+		if (eth && !srdma_net_host_reaches(qp->ctx, d[i].qpn))
+			continue;	/* the wire's */
+		/* A member whose process died (and whose LID another
+		 * context may own now) is stale: skipped. */
+		if (!resolve(qp, 0, d[i].qpn, &t) || t.p->pid != d[i].pid ||
+		    t.p->start != d[i].start_time ||
+		    !srdma_resp_qp_receives(&t) ||
+		    !srdma_resp_qkey_ok(&t, w->ud_qkey))
+			continue;
+		exec_send(qp, w, &t, &one);
+		if (one.req_status == IBV_WC_LOC_PROT_ERR) {
+			o->req_status = IBV_WC_LOC_PROT_ERR;
+			break;	/* our gather list: no copy can go */
+		}
+	}
+	return EXEC_DONE;
+}
+
 /* Execute @w. sq_lock held. Return EXEC_DONE (completion posted as needed,
  * or handed to the net transport, which completes it later), EXEC_RNR
  * (nothing happened; retry later) or EXEC_NOMEM (nothing happened; the
  * net requester is full). */
 static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 {
-	struct outcome o = { .req_status = IBV_WC_SUCCESS };
+	struct srdma_rwqe rndv;		/* not zeroed: o.rndv_pending says */
+	struct outcome o = { .req_status = IBV_WC_SUCCESS, .rndv = &rndv };
 	struct srdma_target t;
 	bool signaled = qp->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
 	uint32_t st = atomic_load(&qp->sh->state);
@@ -685,6 +873,10 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	if (st == IBV_QPS_ERR) {
 		srdma_comp_post(qp, w->wr_id, w->opcode, IBV_WC_WR_FLUSH_ERR, 0);
 		return EXEC_DONE;
+	}
+	if (qp->type == IBV_QPT_RAW_PACKET) {
+		r = exec_raw(qp, w, &o);
+		goto done;
 	}
 	/* A connected net QP: the net requester runs every WR (local
 	 * operations and LOC_LEN_ERR included) so completions keep order
@@ -705,6 +897,15 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 	default:
 		break;
 	}
+	if (qp->type == IBV_QPT_UD &&
+	    (w->ud_qpn == SRDMA_MCAST_QPN || ud_is_mcast(qp, w))) {
+		bool net;
+
+		r = exec_mcast(qp, w, &o, &net);
+		if (net || r == EXEC_NOMEM)
+			return r;	/* the net requester completes it */
+		goto done;
+	}
 	if (via_net(qp, w))
 		return srdma_netreq_post(qp, w) ? EXEC_NOMEM : EXEC_DONE;
 	if (qp->type == IBV_QPT_UD) {
@@ -719,11 +920,19 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		goto done;
 	}
 	if (!resolve_connected(qp, &t)) {
-		if (qp->type != IBV_QPT_RC)
+		if (qp->type == IBV_QPT_UC)
 			goto done;	/* UC: lost on the wire */
 		r = unanswered(qp, w, &o);
 		if (r == EXEC_RNR)
 			return r;
+		goto done;
+	}
+	/* XRC: the XRCETH's SRQ, in the TGT QP's domain, receives, and its
+	 * PD guards the keys (NAK Remote Access Error otherwise). */
+	if (qp->type == IBV_QPT_XRC_SEND &&
+	    srdma_resp_xrc_bind(&t, w->xrc_srqn)) {
+		o.req_status = IBV_WC_REM_ACCESS_ERR;
+		srdma_resp_qp_error(&t, IBV_EVENT_QP_ACCESS_ERR);
 		goto done;
 	}
 	switch (w->opcode) {
@@ -758,6 +967,7 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		 * request goes unanswered (the kernel is asked at most once
 		 * a millisecond, only on this retry path). */
 		if (srdma_peer_gone(qp->ctx, t.p)) {
+			srdma_resp_xrc_unbind(&t);
 			r = unanswered(qp, w, &o);
 			if (r == EXEC_RNR)
 				return r;
@@ -766,16 +976,23 @@ static int exec_wr(struct srdma_qp *qp, struct srdma_swqe *w)
 		if (!w->first_try_ns)
 			w->first_try_ns = now;
 		if (qp->attr.rnr_retry == 7 ||
-		    now - w->first_try_ns <= tmo * (qp->attr.rnr_retry + 1ull))
+		    now - w->first_try_ns <= tmo * (qp->attr.rnr_retry + 1ull)) {
+			srdma_resp_xrc_unbind(&t);
 			return EXEC_RNR;
+		}
 		o.req_status = IBV_WC_RNR_RETRY_EXC_ERR;
 		r = EXEC_DONE;
 	}
 	if (o.resp_error)
 		srdma_resp_qp_error(&t, o.resp_event);
+	srdma_resp_xrc_unbind(&t);
 done:
 	srdma_comp_req(qp, w->wr_id, w->opcode, signaled, o.req_status,
 		       o.byte_len);
+	/* The receiving device reads a matched rendezvous after it acked
+	 * the request: after our completion, before the FIN. */
+	if (o.rndv_pending)
+		srdma_tm_rndv_host(qp->ctx, qp->ib.qp.qp_num, &t, &rndv);
 	return r;
 }
 
@@ -783,6 +1000,10 @@ done:
 
 static bool opcode_ok(enum ibv_qp_type type, uint32_t op)
 {
+	if (type == IBV_QPT_XRC_RECV)
+		return false;	/* a TGT QP has no send queue */
+	if (type == IBV_QPT_RAW_PACKET)
+		return op == IBV_WR_SEND;	/* a frame, nothing else */
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
@@ -792,12 +1013,13 @@ static bool opcode_ok(enum ibv_qp_type type, uint32_t op)
 	case IBV_WR_LOCAL_INV:
 	case IBV_WR_BIND_MW:
 	case IBV_WR_SEND_WITH_INV:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC;
+		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
+		       type == IBV_QPT_XRC_SEND;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_ATOMIC_WRITE:
-		return type == IBV_QPT_RC;
+		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
 	default:
 		return false;
 	}
@@ -823,6 +1045,8 @@ static int convert(struct srdma_qp *qp, struct ibv_send_wr *wr,
 	w->send_flags = wr->send_flags;
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->sge = wr->sg_list;
+	if (qp->type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ &&
 	    wr->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
 	    wr->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) {

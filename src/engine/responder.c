@@ -43,6 +43,7 @@
 #include "core/dp.h"
 #include "core/qp_state.h"
 #include "engine/responder.h"
+#include "engine/tm.h"
 #include "util/log.h"
 #include "util/selfcopy.h"
 
@@ -185,7 +186,66 @@ int srdma_resp_target(struct srdma_context *ctx, struct srdma_peer *p,
 	t->p = p;
 	t->qp = sh;
 	t->qpn = qpn;
+	t->qp_p = p;
+	t->pd = sh->pd_handle;
+	t->rcq = sh->recv_cq;
+	t->xsrq = NULL;
+	t->xsrq_slot = 0;
+	t->xsrq_ref = false;
 	return 0;
+}
+
+int srdma_resp_xrc_bind(struct srdma_target *t, uint32_t srqn)
+{
+	uint32_t lid = srqn >> SRDMA_QPN_SHIFT, slot = QPN_SLOT(srqn);
+	struct srdma_peer *sp = t->qp_p;
+	struct srdma_shm_srq *srq;
+	bool ref = false;
+
+	srdma_resp_xrc_unbind(t);
+	if (slot >= SRDMA_SEG_SRQ_SLOTS || srqn > 0xffffff)
+		goto bad;
+	if (lid != sp->lid) {
+		sp = srdma_peer_get(t->ctx, lid);
+		if (!sp)
+			goto bad;
+		ref = true;
+	}
+	srq = srdma_seg_srq(sp->seg, slot);
+	if (atomic_load_explicit(&srq->live, memory_order_acquire) !=
+		    SRDMA_OBJ_LIVE || !srq->xrc_cq ||
+	    srq->xrc_cq > SRDMA_SEG_CQ_SLOTS ||
+	    srq->xrcd[0] != t->qp->xrcd[0] || srq->xrcd[1] != t->qp->xrcd[1] ||
+	    !t->qp->xrcd[0]) {
+		if (ref)
+			srdma_peer_put(t->ctx, sp);
+		goto bad;
+	}
+	t->p = sp;
+	t->xsrq = srq;
+	t->xsrq_slot = slot;
+	t->xsrq_ref = ref;
+	t->pd = srq->pd_handle;
+	t->rcq = srq->xrc_cq - 1;
+	return 0;
+
+bad:
+	srdma_dbg("QP %#x: XRC SRQ %#x: no such XRC SRQ in the QP's XRC "
+		  "domain", t->qpn, srqn);
+	return -ENOENT;
+}
+
+void srdma_resp_xrc_unbind(struct srdma_target *t)
+{
+	if (!t->xsrq)
+		return;
+	if (t->xsrq_ref)
+		srdma_peer_put(t->ctx, t->p);
+	t->p = t->qp_p;
+	t->xsrq = NULL;
+	t->xsrq_ref = false;
+	t->pd = t->qp->pd_handle;
+	t->rcq = t->qp->recv_cq;
 }
 
 int srdma_resp_self(struct srdma_context *ctx, uint32_t qpn,
@@ -207,6 +267,7 @@ int srdma_resp_self(struct srdma_context *ctx, uint32_t qpn,
 
 void srdma_resp_self_put(struct srdma_target *t)
 {
+	srdma_resp_xrc_unbind(t);
 	srdma_peer_put(t->ctx, t->p);
 	t->p = NULL;
 	t->qp = NULL;
@@ -248,12 +309,12 @@ void srdma_resp_qp_error(struct srdma_target *t, uint32_t event)
 	if (old == IBV_QPS_ERR)
 		return;
 	if (!t->qp->srq)
-		srdma_rq_flush(t->ctx, t->p, t->p->seg, t->qp, t->qpn);
+		srdma_rq_flush(t->ctx, t->qp_p, t->qp_p->seg, t->qp, t->qpn);
 	else
-		srdma_aev_post(t->ctx, t->p, IBV_EVENT_QP_LAST_WQE_REACHED,
+		srdma_aev_post(t->ctx, t->qp_p, IBV_EVENT_QP_LAST_WQE_REACHED,
 			       SRDMA_AEV_OBJ_QP, QPN_SLOT(t->qpn), t->qp->gen);
 	if (event)
-		srdma_aev_post(t->ctx, t->p, event, SRDMA_AEV_OBJ_QP,
+		srdma_aev_post(t->ctx, t->qp_p, event, SRDMA_AEV_OBJ_QP,
 			       QPN_SLOT(t->qpn), t->qp->gen);
 }
 
@@ -263,7 +324,12 @@ void srdma_resp_qp_error(struct srdma_target *t, uint32_t event)
 #define HOLD_RQ(h) ((struct srdma_shm_rq *)(h)->priv[0])
 #define HOLD_SRQ(h) ((struct srdma_shm_srq *)(h)->priv[1])
 
-int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
+/* h->priv[2]: the tag list of a TM SRQ whose list matched @h->w. */
+#define HOLD_TM(h) ((h)->priv[2])
+
+static int rq_begin(struct srdma_target *t, struct srdma_rq_hold *h,
+		    const struct iovec *msg, uint32_t n, uint64_t len,
+		    bool rndv_offload)
 {
 	struct srdma_seg_hdr *seg = t->p->seg;
 	const struct srdma_shm_rwqe *wqe;
@@ -274,7 +340,13 @@ int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
 	char *ring;
 
 	h->t = t;
-	if (t->qp->srq) {
+	if (t->xsrq) {
+		srq = t->xsrq;
+		rq = &srq->rq;
+		h->w.pd = t->pd;
+	} else if (t->qp->type == IBV_QPT_XRC_RECV) {
+		return -EIO;	/* no SRQ bound: nothing to receive into */
+	} else if (t->qp->srq) {
 		uint32_t s = t->qp->srq - 1;
 
 		if (s >= SRDMA_SEG_SRQ_SLOTS)
@@ -302,15 +374,28 @@ int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
 		srdma_shm_unlock(&rq->rlock);
 		return -EIO;
 	}
+	h->priv[0] = rq;
+	h->priv[1] = srq;
+	HOLD_TM(h) = NULL;
+	memset(&h->w.tm, 0, sizeof(h->w.tm));
+	h->w.srq = srq != NULL;
+	if (srq && msg && srq->tm_off) {
+		int m = srdma_tm_match(seg, srq->tm_off, msg, n, len,
+				       rndv_offload, &h->w, &HOLD_TM(h));
+
+		if (m < 0) {
+			srdma_shm_unlock(&rq->rlock);
+			return -EIO;
+		}
+		if (m > 0)
+			return 0;	/* the tag's buffer, not the ring's */
+	}
 	if (tail >= atomic_load_explicit(&rq->head, memory_order_acquire)) {
 		srdma_shm_unlock(&rq->rlock);
 		return -EAGAIN;
 	}
 	wqe = (const struct srdma_shm_rwqe *)(ring + (tail & (size - 1)) * wsz);
-	h->priv[0] = rq;
-	h->priv[1] = srq;
 	h->w.wr_id = wqe->wr_id;
-	h->w.srq = srq != NULL;
 	h->w.nsge = wqe->num_sge;
 	if (h->w.nsge > max_sge)
 		h->w.nsge = max_sge;
@@ -320,6 +405,28 @@ int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
 		h->w.capacity += h->w.sge[i].length;
 	}
 	return 0;
+}
+
+int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h)
+{
+	return rq_begin(t, h, NULL, 0, 0, false);
+}
+
+int srdma_resp_rq_begin_msg(struct srdma_target *t, struct srdma_rq_hold *h,
+			    const struct iovec *msg, uint32_t n, uint64_t len,
+			    bool rndv_offload)
+{
+	return rq_begin(t, h, msg, n, len, rndv_offload);
+}
+
+/* A matched tag is consumed instead of the ring's head. True if so. */
+static bool tm_taken(struct srdma_rq_hold *h)
+{
+	if (!HOLD_TM(h))
+		return false;
+	srdma_tm_consume(HOLD_TM(h), &h->w);
+	return h->w.tm.kind != SRDMA_TM_UNEXP &&
+	       h->w.tm.kind != SRDMA_TM_NO_TAG;
 }
 
 void srdma_resp_rq_abort(struct srdma_rq_hold *h)
@@ -341,14 +448,21 @@ static void srq_limit(struct srdma_rq_hold *h, uint64_t tail)
 	if (limit && atomic_load(&HOLD_RQ(h)->head) - tail < limit &&
 	    atomic_compare_exchange_strong(&srq->limit, &limit, 0))
 		srdma_aev_post(t->ctx, t->p, IBV_EVENT_SRQ_LIMIT_REACHED,
-			       SRDMA_AEV_OBJ_SRQ, t->qp->srq - 1, srq->gen);
+			       SRDMA_AEV_OBJ_SRQ,
+			       t->xsrq ? t->xsrq_slot : t->qp->srq - 1,
+			       srq->gen);
 }
 
 void srdma_resp_rq_consume(struct srdma_rq_hold *h)
 {
 	struct srdma_shm_rq *rq = HOLD_RQ(h);
-	uint64_t tail = atomic_load(&rq->tail) + 1;
+	uint64_t tail;
 
+	if (tm_taken(h)) {
+		srdma_shm_unlock(&rq->rlock);
+		return;
+	}
+	tail = atomic_load(&rq->tail) + 1;
 	atomic_store(&rq->tail, tail);
 	srq_limit(h, tail);
 	srdma_shm_unlock(&rq->rlock);
@@ -357,9 +471,14 @@ void srdma_resp_rq_consume(struct srdma_rq_hold *h)
 void srdma_resp_recv_cqe(struct srdma_target *t, const struct srdma_rwqe *w,
 			 struct srdma_shm_cqe *c, bool solicited)
 {
+	uint32_t cq = t->rcq;
+
+	/* A TM SRQ's receives complete on the SRQ's CQ, as TM CQEs. */
+	if (w->tm.kind)
+		cq = srdma_tm_cqe(w, c);
 	c->wr_id = w->wr_id;
 	c->qp_num = t->qpn;
-	srdma_cqe_post(t->ctx, t->p, t->qp->recv_cq, c, solicited);
+	srdma_cqe_post(t->ctx, t->p, cq, c, solicited);
 	atomic_fetch_add_explicit(&t->qp->n_recv, 1, memory_order_relaxed);
 }
 
@@ -367,8 +486,14 @@ void srdma_resp_rq_complete(struct srdma_rq_hold *h, struct srdma_shm_cqe *c,
 			    bool solicited)
 {
 	struct srdma_shm_rq *rq = HOLD_RQ(h);
-	uint64_t tail = atomic_load(&rq->tail) + 1;
+	uint64_t tail;
 
+	if (tm_taken(h)) {
+		srdma_resp_recv_cqe(h->t, &h->w, c, solicited);
+		srdma_shm_unlock(&rq->rlock);
+		return;
+	}
+	tail = atomic_load(&rq->tail) + 1;
 	atomic_store(&rq->tail, tail);
 	srdma_resp_recv_cqe(h->t, &h->w, c, solicited);
 	srq_limit(h, tail);
@@ -379,11 +504,21 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 		       uint64_t off, const struct iovec *src, uint32_t n,
 		       uint64_t len)
 {
-	uint64_t done = 0;
+	uint64_t done = 0, soff = 0;
 	uint32_t i;
 
 	if (off > w->capacity || len > w->capacity - off)
 		return -EMSGSIZE;
+	if (w->tm.skip) {
+		/* A matched TM message: its headers are not delivered. */
+		uint64_t drop = off < w->tm.skip ? w->tm.skip - off : 0;
+
+		if (drop >= len)
+			return 0;
+		soff = drop;
+		len -= drop;
+		off = off + drop - w->tm.skip;
+	}
 	for (i = 0; i < w->nsge && done < len; i++) {
 		const struct srdma_shm_rsge *s = &w->sge[i];
 		struct srdma_rmem m;
@@ -407,8 +542,8 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 				  srdma_key_fail_str(r));
 			return -EACCES;
 		}
-		r = xcopy_span(t->p, src, n, done, want, m.ref.host_addr,
-			       true);
+		r = xcopy_span(t->p, src, n, soff + done, want,
+			       m.ref.host_addr, true);
 		srdma_resp_rkey_put(t, &m);
 		if (r)
 			return r;
@@ -423,8 +558,7 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 int srdma_resp_rkey(struct srdma_target *t, uint32_t rkey, uint32_t access,
 		    uint64_t va, uint64_t len, struct srdma_rmem *m)
 {
-	int r = rmem_acquire(t, rkey, KIND_ANY, t->qp->pd_handle, access, va,
-			     len, m);
+	int r = rmem_acquire(t, rkey, KIND_ANY, t->pd, access, va, len, m);
 
 	if (r) {
 		srdma_dbg("rkey %#x [%#llx+%llu] at QP %#x: %s", rkey,
@@ -500,7 +634,7 @@ int srdma_resp_atomic_write(struct srdma_target *t, const struct srdma_rmem *m,
 
 int srdma_resp_invalidate(struct srdma_target *t, uint32_t rkey)
 {
-	if (srdma_key_remote_invalidate(&t->p->kv, rkey, t->qp->pd_handle))
+	if (srdma_key_remote_invalidate(&t->p->kv, rkey, t->pd))
 		return -EINVAL;
 	return 0;
 }

@@ -27,12 +27,50 @@
 #include "core/core.h"
 #include "core/dp.h"
 
-/* A target QP: an entry of some context's segment, and that context. */
+/*
+ * A target QP: an entry of some context's segment, and that context.
+ * For an XRC_RECV (TGT) QP, srdma_resp_xrc_bind() then points the data
+ * side (@p: key table, memory, receive queue, CQ) at the XRC SRQ the
+ * XRCETH names, which may belong to another context of the host; the QP
+ * side (state, access flags, peer, errors) stays with @qp_p.
+ */
 struct srdma_target {
 	struct srdma_context *ctx;	/* ours: access records, logging */
-	struct srdma_peer *p;		/* owner of the segment (self: net) */
+	struct srdma_peer *p;		/* owner of the memory, keys and
+					 * receive queue (self: net) */
 	struct srdma_shm_qp *qp;	/* its QP entry */
 	uint32_t qpn;
+	struct srdma_peer *qp_p;	/* owner of @qp's entry (== @p but
+					 * for XRC) */
+	uint32_t pd;			/* PD of keys and receive buffers */
+	uint32_t rcq;			/* CQ slot (in @p's segment) of
+					 * receive completions */
+	struct srdma_shm_srq *xsrq;	/* XRC: the SRQ bound, else NULL */
+	uint32_t xsrq_slot;
+	bool xsrq_ref;			/* XRC: @p is a reference of its own */
+};
+
+/* What a tag-matching SRQ made of a message (engine/tm.c). */
+enum srdma_tm_kind {
+	SRDMA_TM_NONE = 0,		/* not a TM receive */
+	SRDMA_TM_EXPECTED,		/* eager, matched a tag */
+	SRDMA_TM_RNDV,			/* rendezvous, matched: we read it */
+	SRDMA_TM_RNDV_SW,		/* rendezvous, matched: the application
+					 * reads it (TM_RNDV_INCOMPLETE) */
+	SRDMA_TM_UNEXP,			/* tagged, unmatched: an SRQ receive */
+	SRDMA_TM_NO_TAG,		/* NO_TAG: an SRQ receive */
+};
+
+struct srdma_rwqe_tm {
+	uint8_t kind;			/* enum srdma_tm_kind */
+	bool sync_req;			/* IBV_WC_TM_SYNC_REQ on its CQE */
+	uint32_t idx;			/* tag entry (EXPECTED, RNDV*) */
+	uint32_t cq;			/* the SRQ's CQ slot */
+	uint32_t app_ctx;		/* from the TMH */
+	uint64_t tag;			/* from the TMH */
+	uint64_t skip;			/* message bytes not scattered */
+	uint64_t rva;			/* RNDV: the sender's buffer */
+	uint32_t rkey, rlen;
 };
 
 /* A receive WQE, copied out of the shared ring and checked. */
@@ -40,8 +78,10 @@ struct srdma_rwqe {
 	uint64_t wr_id;
 	uint32_t pd;			/* PD its buffers must be in */
 	uint32_t nsge;			/* <= SRDMA_MAX_SGE, checked */
-	uint64_t capacity;		/* sum of the SGE lengths */
+	uint64_t capacity;		/* sum of the SGE lengths (+ tm.skip:
+					 * in message bytes) */
 	bool srq;			/* taken from an SRQ */
+	struct srdma_rwqe_tm tm;	/* kind SRDMA_TM_NONE but at a TM SRQ */
 	struct srdma_shm_rsge sge[SRDMA_MAX_SGE];
 };
 
@@ -70,6 +110,19 @@ void srdma_resp_self_put(struct srdma_target *t);
 int srdma_resp_target(struct srdma_context *ctx, struct srdma_peer *p,
 		      uint32_t qpn, int type, struct srdma_target *t);
 
+/**
+ * srdma_resp_xrc_bind() - XRC: direct the data side of @t (a TGT QP) to
+ * the XRC SRQ number @srqn: it must be a live XRC SRQ of a context of
+ * this host in the TGT QP's XRC domain. When another context owns it, a
+ * reference to that peer is taken (dropped by srdma_resp_xrc_unbind()).
+ * Return: 0, or -ENOENT (no such SRQ, or another domain: the responder
+ * answers NAK Remote Access Error, as IBTA's XRC rules say).
+ * Context: any thread; takes ctx->lock when another peer is needed.
+ */
+int srdma_resp_xrc_bind(struct srdma_target *t, uint32_t srqn);
+/* Undo srdma_resp_xrc_bind() (no-op if nothing is bound). */
+void srdma_resp_xrc_unbind(struct srdma_target *t);
+
 /* True if the target QP's state receives (RTR, RTS, SQD, SQE). */
 bool srdma_resp_qp_receives(const struct srdma_target *t);
 /* RC/UC: true if the target QP receives and is connected to @src_qpn. */
@@ -87,6 +140,20 @@ uint64_t srdma_resp_rnr_timer_ns(const struct srdma_target *t);
  * nothing is held.
  */
 int srdma_resp_rq_begin(struct srdma_target *t, struct srdma_rq_hold *h);
+/**
+ * srdma_resp_rq_begin_msg() - srdma_resp_rq_begin() for a SEND whose
+ * message starts with the @n iovecs @msg (@len bytes there, the caller's
+ * memory: at least the first packet). At a tag-matching SRQ the message's
+ * TM header is matched against the tag list (engine/tm.c): a match fills
+ * @h->w with the tag's buffer instead of the queue's head, and
+ * @rndv_offload says whether the caller reads a matched rendezvous itself
+ * (srdma_tm_rndv_host) or leaves it to the application.
+ * Return: as srdma_resp_rq_begin() (-EAGAIN only when the message needs
+ * an SRQ receive and there is none).
+ */
+int srdma_resp_rq_begin_msg(struct srdma_target *t, struct srdma_rq_hold *h,
+			    const struct iovec *msg, uint32_t n, uint64_t len,
+			    bool rndv_offload);
 /* Unlock; the WQE stays at the head. */
 void srdma_resp_rq_abort(struct srdma_rq_hold *h);
 /* Consume the head WQE (h->w stays as a private copy), post the SRQ limit

@@ -25,6 +25,7 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "engine/engine.h"
+#include "transport/host/mcast.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "verbs/verbs_int.h"
@@ -157,6 +158,8 @@ void srdma_fill_device_attr(struct srdma_context *ctx,
 			      IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_N_NOTIFY_CQ;
+	/* XRC (docs/design/xrc.md): domains, SRQs, INI and TGT QPs. */
+	a->device_cap_flags |= IBV_DEVICE_XRC;
 	a->max_sge = SRDMA_MAX_SGE;
 	a->max_sge_rd = SRDMA_MAX_SGE;
 	a->max_cq = SRDMA_SEG_CQ_SLOTS;
@@ -175,6 +178,10 @@ void srdma_fill_device_attr(struct srdma_context *ctx,
 	a->max_srq_wr = SRDMA_MAX_SRQ_WR;
 	a->max_srq_sge = SRDMA_MAX_SGE;
 	a->max_pkeys = 1;
+	/* Host-wide, as the device (transport/host/mcast.h). */
+	a->max_mcast_grp = SRDMA_MCAST_GROUPS;
+	a->max_mcast_qp_attach = SRDMA_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = SRDMA_MCAST_TOTAL;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 }

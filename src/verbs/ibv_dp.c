@@ -128,7 +128,8 @@ static struct ibv_cq_ex *op_create_cq_ex(struct ibv_context *context,
 	struct srdma_context *ctx = srdma_ctx_lookup(context);
 	const uint64_t ok_flags = IBV_WC_STANDARD_FLAGS |
 				  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
-				  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+				  IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK |
+				  IBV_WC_EX_WITH_TM_INFO;
 	struct srdma_cq_args a;
 	struct srdma_cq *cq;
 	int ret;

@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "core/dp.h"
+#include "core/srq_tm.h"
 #include "engine/engine.h"
 #include "util/compiler.h"
 #include "verbs/verbs_int.h"
@@ -363,9 +364,13 @@ static void qpx_wr_send_tso(struct ibv_qp_ex *ibqp, void *hdr, uint16_t hdr_sz,
 }
 
 
+/* XRC_SEND: the SRQ the last WR goes to; other types ignore it. */
 static void qpx_wr_set_xrc_srqn(struct ibv_qp_ex *ibqp, uint32_t remote_srqn)
 {
-	bld_fail(qpx_to_sqp(ibqp), EOPNOTSUPP);
+	struct ibv_send_wr *wr = bld_last(qpx_to_sqp(ibqp));
+
+	if (wr)
+		wr->qp_type.xrc.remote_srqn = remote_srqn;
 }
 
 /* ---- setters ------------------------------------------------------------ */
@@ -494,8 +499,7 @@ static void qpx_wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ah,
  *
  * Every op is set whatever @send_ops_flags says, so no pointer an inline
  * of verbs.h may call is NULL; the flags were already checked against
- * what softrdma supports, and the operations it lacks (TSO, XRC, atomic
- * write) make wr_complete fail with EOPNOTSUPP. Starts an empty batch.
+ * what softrdma supports, and the operations it lacks (TSO) make wr_complete fail with EOPNOTSUPP. Starts an empty batch.
  *
  * Context: create path, before the QP is published; takes no lock.
  */
@@ -646,7 +650,7 @@ static uint64_t cqx_read_completion_wallclock_ns(struct ibv_cq_ex *ibcq)
 	return cqx_to_scq(ibcq)->cur.wall_ns;
 }
 
-/* No VLANs, flow tags or tag matching: they read as zero. */
+/* No VLANs or flow tags: they read as zero. */
 
 static uint16_t cqx_read_cvlan(struct ibv_cq_ex *ibcq)
 {
@@ -658,10 +662,13 @@ static uint32_t cqx_read_flow_tag(struct ibv_cq_ex *ibcq)
 	return 0;
 }
 
+/* The tag and app_ctx of a matched TM receive (core/srq_tm.h), else 0. */
 static void cqx_read_tm_info(struct ibv_cq_ex *ibcq,
 			     struct ibv_wc_tm_info *tm_info)
 {
 	memset(tm_info, 0, sizeof(*tm_info));
+	srdma_tm_cqe_info(&cqx_to_scq(ibcq)->cur, &tm_info->tag,
+			  &tm_info->priv);
 }
 
 /**

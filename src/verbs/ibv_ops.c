@@ -87,6 +87,11 @@ static int op_query_device_ex(struct ibv_context *context,
 		a.odp_caps.per_transport_caps.ud_odp_caps =
 			IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
 			IBV_ODP_SUPPORT_SRQ_RECV;
+		/* XRC moves bytes through the same paths as RC. */
+		a.xrc_odp_caps = IBV_ODP_SUPPORT_SEND |
+				 IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+				 IBV_ODP_SUPPORT_ATOMIC |
+				 IBV_ODP_SUPPORT_SRQ_RECV;
 	}
 	a.phys_port_cnt_ex = 1;
 	/* ATOMIC_WRITE (IB_UVERBS_DEVICE_ATOMIC_WRITE, newer than rdma-core
@@ -95,9 +100,11 @@ static int op_query_device_ex(struct ibv_context *context,
 	if (!srdma_link_is_eth())
 		a.device_cap_flags_ex |= SRDMA_DEVICE_ATOMIC_WRITE;
 	a.max_dm_size = SRDMA_MAX_DM_SIZE;	/* core/dm.h */
+	srdma_verbs_fill_tm_caps(&a.tm_caps);	/* ibv_tm.c */
 	/* Completion timestamps (core/clock.c): a 64-bit 1 GHz counter. */
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = SRDMA_HCA_CORE_CLOCK_KHZ;
+	srdma_raw_fill_device_attr_ex(&a);	/* RSS, WQs (ibv_raw.c) */
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;
 }
@@ -134,32 +141,6 @@ static int op_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 	return -srdma_mr_advise(pd, advice, flags, sg_list, num_sge);
 }
 
-/* XRC and tag-matching SRQs are not offered. Without these ops the
- * inlines of verbs.h fail with EOPNOTSUPP silently; with them the refusal
- * is explained under SRDMA_LOG=debug. (A basic SRQ never gets here:
- * ibv_create_srq_ex turns it into ibv_create_srq.) */
-static struct ibv_xrcd *op_open_xrcd(struct ibv_context *context,
-				     struct ibv_xrcd_init_attr *attr)
-{
-	(void)context;
-	(void)attr;
-	srdma_dbg("open_xrcd: XRC is not supported (no XRC domains, SRQs "
-		  "or QPs)");
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-static struct ibv_srq *op_create_srq_ex(struct ibv_context *context,
-					struct ibv_srq_init_attr_ex *attr)
-{
-	(void)context;
-	srdma_dbg("create_srq_ex: srq_type %d, comp_mask %#x not supported "
-		  "(basic SRQs only: no XRC or tag-matching SRQs)",
-		  attr ? (int)attr->srq_type : -1, attr ? attr->comp_mask : 0);
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
 #undef ibv_query_port
 void srdma_verbs_set_ops(struct srdma_context *ctx)
 {
@@ -178,7 +159,9 @@ void srdma_verbs_set_ops(struct srdma_context *ctx)
 	v->query_device_ex = op_query_device_ex;
 	v->advise_mr = op_advise_mr;
 	v->query_rt_values = op_query_rt_values;
-	v->open_xrcd = op_open_xrcd;
-	v->create_srq_ex = op_create_srq_ex;
+	srdma_verbs_set_xrc_ops(ctx);	/* ibv_xrc.c */
 	srdma_verbs_set_dm_ops(ctx);
+	srdma_verbs_set_tm_ops(ctx);
+	srdma_verbs_set_raw_ops(ctx);
+	srdma_verbs_set_mcast_ops(ctx);
 }

@@ -27,8 +27,8 @@
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
 /*
- * Data-path names softrdma does not offer: ECE, Ethernet L2 resolution
- * and multicast attach (the device reports no multicast support).
+ * Data-path names softrdma does not offer: ECE and Ethernet L2
+ * resolution.
  */
 
 /* Zero means "no in-order guarantee", which is always a safe answer. */
@@ -53,18 +53,6 @@ SRDMA_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
 					     struct ibv_ah_attr *attr,
 					     uint8_t eth_mac[ETHERNET_LL_SIZE],
 					     uint16_t *vid)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-				  uint16_t lid)
-{
-	return EOPNOTSUPP;
-}
-
-SRDMA_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
-				  uint16_t lid)
 {
 	return EOPNOTSUPP;
 }

@@ -25,8 +25,26 @@ void srdma_verbs_set_dp_ops(struct srdma_context *ctx);
 /* The thread and parent domain ops of ibv_pd.c. */
 void srdma_verbs_set_pd_ops(struct srdma_context *ctx);
 
+/* XRC ops: open/close_xrcd, create_srq_ex, get_srq_num, open_qp
+ * (ibv_xrc.c). */
+void srdma_verbs_set_xrc_ops(struct srdma_context *ctx);
+/* Raw packet steering ops: flows, WQs, indirection tables (ibv_raw.c). */
+void srdma_verbs_set_raw_ops(struct srdma_context *ctx);
+/* The RSS and WQ limits of query_device_ex (Ethernet port only). */
+void srdma_raw_fill_device_attr_ex(struct ibv_device_attr_ex *a);
+
 /* Device memory ops (ibv_dm.c). */
 void srdma_verbs_set_dm_ops(struct srdma_context *ctx);
+
+/* Tag matching (ibv_tm.c): ibv_create_srq_ex of an IBV_SRQT_TM SRQ (NULL
+ * with errno on failure), ibv_post_srq_ops, the tm_caps of
+ * ibv_query_device_ex. */
+struct ibv_srq *srdma_verbs_create_srq_tm(struct ibv_context *context,
+					  struct ibv_srq_init_attr_ex *attr);
+void srdma_verbs_set_tm_ops(struct srdma_context *ctx);
+void srdma_verbs_fill_tm_caps(struct ibv_tm_caps *caps);
+/* ibv_attach_mcast/ibv_detach_mcast in the context's ops (ibv_mcast.c). */
+void srdma_verbs_set_mcast_ops(struct srdma_context *ctx);
 /**
  * srdma_verbs_import_release() - ibv_close_device of @context: if
  * ibv_import_device handed it out as an alias, drop one reference and

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
 # Debian's own two-sided clients against softrdma: ibverbs-utils'
-# ibv_{rc,uc,ud,srq}_pingpong (polling and -e event mode), perftest's
+# ibv_{rc,uc,ud,srq,xsrq}_pingpong (polling and -e event mode), perftest's
 # RC bandwidth/latency tests plus its UD send tests and two in rdma_cm
 # mode (-R), and rdmacm-utils' rping (also -q), rdma_server/rdma_client,
 # udaddy and ucmatose. Each test is one server and one client process on
@@ -96,6 +96,17 @@ foreach(t rc uc ud srq)
 	srdma_client_test(${t}_pingpong_events pingpong ibv_${t}_pingpong
 		-n 200 -e)
 endforeach()
+
+# XRC (docs/design/xrc.md): XRC domains, SRQs, INI and TGT QPs.
+srdma_client_test(xsrq_pingpong xsrq ibv_xsrq_pingpong -n 200)
+srdma_client_test(xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 200 -e)
+# perftest's XRC connection type (-c XRC: XRC_SEND to XRC_RECV QPs, an
+# XRC SRQ on the receiving side).
+foreach(t send write read atomic)
+	srdma_client_test(ib_${t}_bw_xrc bw ib_${t}_bw -d srdma0 -c XRC -n 2000)
+endforeach()
+srdma_client_test(ib_send_lat_xrc lat ib_send_lat -d srdma0 -c XRC -n 1000)
+srdma_client_test(ib_read_lat_xrc lat ib_read_lat -d srdma0 -c XRC -n 1000)
 
 foreach(t write read send atomic)
 	srdma_client_test(ib_${t}_bw bw ib_${t}_bw -d srdma0 -n 5000)

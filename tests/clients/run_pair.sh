@@ -9,7 +9,8 @@
 # Usage: run_pair.sh [OPTIONS] KIND PORT SRDMA_EXE PROGRAM [ARGS...]
 #        run_pair.sh [OPTIONS] KIND PORT SRDMA_EXE
 #                    [@server PROGRAM [ARGS...]] @client PROGRAM [ARGS...]
-#   KIND     pingpong | bw | lat | rping | cm | refused: which check applies
+#   KIND     pingpong | xsrq | bw | lat | rping | cm | refused: which check
+#            applies (xsrq: ibv_xsrq_pingpong, both sides print "success")
 #   PORT     TCP port the server listens on (rdma_cm programs: the port they
 #            bind; our rdma_cm side channel listens on that TCP port)
 #   The first form runs the same PROGRAM ARGS on both sides and gives the
@@ -122,7 +123,7 @@ if [ -n "$fixed_port" ] && [ -z "${SRDMA_PAIR_NETNS:-}" ] &&
 		run_pair "$BASH" "$0" "${orig_args[@]}"
 fi
 case $kind in
-pingpong | bw | lat | rping | cm | refused) ;;
+pingpong | xsrq | bw | lat | rping | cm | refused) ;;
 *) die "unknown KIND '$kind'" ;;
 esac
 [ -x "$srdma" ] || die "'$srdma' is not executable"
@@ -334,6 +335,12 @@ check_output()
 			$(NF - 1) + 0 > 0 { lat = 1 }
 		END { exit !(bw && lat) }' "$file" ||
 			fail_msg="$side: no positive 'Mbit/sec' and 'usec/iter' lines"
+		;;
+	xsrq)
+		# ibv_xsrq_pingpong checks its exchanges itself and ends with
+		# "success" (it prints no rates).
+		grep -qx success "$file" ||
+			fail_msg="$side: no 'success' line"
 		;;
 	bw | lat)
 		what='t_typical and t_avg'

@@ -19,14 +19,18 @@
  * blocking get); ports, and a bound port being reserved;
  * RDMA_OPTION_ID_ACK_TIMEOUT; rdma_get_devices; rdma_create_srq;
  * rdma_reg_msgs/read/write access (verbs-semantics.md 8.1, 8.2);
- * multicast refused.
+ * multicast joins and their errors.
  *
  * Where real librdmacm behaviour is the reference (not the issue text),
  * the comment at the test names the rdma-core/kernel code it follows.
  * The robustness cases (malformed messages, peers vanishing mid-way, no
  * listener, no route) are in test_cm_robust.c. Ports: 19500-19549.
  */
+#include <net/if.h>
+#include <sched.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 
 #include "cm_util.h"
 
@@ -1854,25 +1858,150 @@ static void test_cm_reg_helpers(void **state)
 	cm_done();
 }
 
-/* ---- multicast is not offered ------------------------------------------- */
+/* ---- multicast: joins answered at once, errors as librdmacm's ---------- */
 
-static void test_cm_multicast_unsupported(void **state)
+static void cm_multicast_body(void)
 {
 	struct sockaddr_in mc = cm_sin(0xef010101u, 0); /* 239.1.1.1 */
+	struct sockaddr_in uni = cm_sin(0x0a000001u, 0); /* 10.0.0.1 */
+	struct sockaddr_in lo = cm_lo(PORT_BASE + 7);
+	struct rdma_cm_join_mc_attr_ex ex;
 	struct rdma_event_channel *ch;
+	struct ibv_qp_init_attr qa;
 	struct ibv_device_attr da;
-	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *tcp, *ud, *unbound;
+	int ctxv = 7;
 
-	cm_watchdog(20);
 	ch = rdma_create_event_channel();
 	assert_non_null(ch);
-	id = resolved_id(ch);
-	CM_CHECK_ERR(rdma_join_multicast(id, (struct sockaddr *)&mc, NULL),
-		     EOPNOTSUPP, "rdma_join_multicast");
-	assert_int_equal(ibv_query_device(id->verbs, &da), 0);
-	CM_CHECK_INT(da.max_mcast_grp, 0, "device max_mcast_grp");
-	rdma_destroy_id(id);
+	/* A TCP id does not join (the kernel's rdma_join_multicast). */
+	tcp = resolved_id(ch);
+	CM_CHECK_ERR(rdma_join_multicast(tcp, (struct sockaddr *)&mc, NULL),
+		     EINVAL, "join on a TCP id");
+	assert_int_equal(ibv_query_device(tcp->verbs, &da), 0);
+	CM_CHECK(da.max_mcast_grp > 0 && da.max_mcast_qp_attach > 0 &&
+			 da.max_total_mcast_qp_attach >= da.max_mcast_qp_attach,
+		 "device multicast limits %d/%d/%d", da.max_mcast_grp,
+		 da.max_mcast_qp_attach, da.max_total_mcast_qp_attach);
+	/* A UD id without a device: EINVAL. */
+	assert_int_equal(rdma_create_id(ch, &unbound, NULL, RDMA_PS_UDP), 0);
+	CM_CHECK_ERR(rdma_join_multicast(unbound, (struct sockaddr *)&mc,
+					 NULL),
+		     EINVAL, "join on an unbound id");
+	/* A UD id resolved towards the group, with a QP. */
+	assert_int_equal(rdma_create_id(ch, &ud, NULL, RDMA_PS_UDP), 0);
+	assert_int_equal(rdma_resolve_addr(ud, (struct sockaddr *)&lo,
+					   (struct sockaddr *)&mc, 2000), 0);
+	ev = cm_expect_event(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	assert_non_null(ev);
+	rdma_ack_cm_event(ev);
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_UD;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	assert_int_equal(rdma_create_qp(ud, NULL, &qa), 0);
+	CM_CHECK_ERR(rdma_join_multicast(ud, NULL, NULL), EINVAL,
+		     "join without an address");
+	memset(&ex, 0, sizeof(ex));
+	ex.addr = (struct sockaddr *)&mc;
+	ex.comp_mask = RDMA_CM_JOIN_MC_ATTR_RESERVED;
+	CM_CHECK_ERR(rdma_join_multicast_ex(ud, &ex, NULL), ENOTSUP,
+		     "join_ex with an unknown comp_mask bit");
+	ex.comp_mask = RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	CM_CHECK_ERR(rdma_join_multicast_ex(ud, &ex, NULL), EINVAL,
+		     "join_ex without the address bit");
+	ex.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS |
+		       RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	ex.join_flags = RDMA_MC_JOIN_FLAG_RESERVED;
+	CM_CHECK_ERR(rdma_join_multicast_ex(ud, &ex, NULL), EINVAL,
+		     "join_ex with reserved join flags");
+	CM_CHECK_ERR(rdma_leave_multicast(ud, (struct sockaddr *)&mc),
+		     EADDRNOTAVAIL, "leave of a group not joined");
+	/* The join: the event carries the group's address vector. */
+	assert_int_equal(rdma_join_multicast(ud, (struct sockaddr *)&mc,
+					     &ctxv), 0);
+	ev = cm_expect_event(ch, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+	assert_non_null(ev);
+	CM_CHECK_INT(ev->param.ud.qp_num, 0xffffff, "join qp_num");
+	CM_CHECK_INT(ev->param.ud.qkey, RDMA_UDP_QKEY, "join qkey");
+	CM_CHECK(ev->param.ud.private_data == &ctxv, "join context");
+	CM_CHECK(ev->param.ud.ah_attr.is_global &&
+			 (ev->param.ud.ah_attr.grh.dgid.raw[0] == 0xff ||
+			  ev->param.ud.ah_attr.grh.dgid.raw[12] == 239),
+		 "join AV names the group");
+	rdma_ack_cm_event(ev);
+	/* Attached: the QP cannot go until it detaches (kernel uverbs). */
+	CM_CHECK_INT(ibv_destroy_qp(ud->qp), EBUSY,
+		     "ibv_destroy_qp of an attached QP");
+	assert_int_equal(rdma_leave_multicast(ud, (struct sockaddr *)&mc), 0);
+	CM_CHECK_ERR(rdma_leave_multicast(ud, (struct sockaddr *)&mc),
+		     EADDRNOTAVAIL, "second leave");
+	/* Joined again, then the QP destroyed: rdma_destroy_qp detaches. */
+	assert_int_equal(rdma_join_multicast(ud, (struct sockaddr *)&mc,
+					     NULL), 0);
+	ev = cm_expect_event(ch, RDMA_CM_EVENT_MULTICAST_JOIN, 0);
+	assert_non_null(ev);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_qp(ud);
+	CM_CHECK(ud->qp == NULL, "rdma_destroy_qp of a joined id");
+	/* On RoCE a group is an IP multicast address; on IB the kernel
+	 * maps any address to an MGID (and the attach then succeeds). */
+	if (ibv_query_device(ud->verbs, &da) == 0) {
+		struct ibv_port_attr pa;
+
+		assert_int_equal(ibv_query_port(ud->verbs, 1, &pa), 0);
+		if (pa.link_layer == IBV_LINK_LAYER_ETHERNET)
+			CM_CHECK_ERR(rdma_join_multicast(
+					     ud, (struct sockaddr *)&uni, NULL),
+				     EINVAL, "RoCE join of a unicast address");
+	}
+	rdma_destroy_id(ud);
+	rdma_destroy_id(unbound);
+	rdma_destroy_id(tcp);
 	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * On a RoCE port an attach joins the group's IP address on the port's
+ * interfaces: there the body runs in a forked child inside a private
+ * network namespace with only lo, so no membership report leaves for the
+ * machine's real network (without root: not run).
+ */
+static void test_cm_multicast(void **state)
+{
+	const char *ll = getenv("SRDMA_LINK_LAYER");
+	int st;
+	pid_t pid;
+
+	(void)state;
+	cm_watchdog(30);
+	if (!ll || strcmp(ll, "eth")) {
+		cm_multicast_body();
+		cm_done();
+		return;
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct ifreq ifr;
+		int fd;
+
+		if (unshare(CLONE_NEWNET))
+			_exit(0);	/* not root: nothing to test safely */
+		fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		memset(&ifr, 0, sizeof(ifr));
+		strcpy(ifr.ifr_name, "lo");
+		if (fd >= 0 && !ioctl(fd, SIOCGIFFLAGS, &ifr)) {
+			ifr.ifr_flags |= IFF_UP;
+			(void)ioctl(fd, SIOCSIFFLAGS, &ifr);
+		}
+		cm_multicast_body();
+		_exit(atomic_load(&cm_fails) ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	CM_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		 "multicast in a private network namespace: status %#x", st);
 	cm_done();
 }
 
@@ -1899,7 +2028,7 @@ int main(void)
 		cmocka_unit_test(test_cm_get_devices),
 		cmocka_unit_test(test_cm_srq),
 		cmocka_unit_test(test_cm_reg_helpers),
-		cmocka_unit_test(test_cm_multicast_unsupported),
+		cmocka_unit_test(test_cm_multicast),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

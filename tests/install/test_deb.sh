@@ -6,7 +6,8 @@
 # use it, and remove it again:
 #   - the package: named softrdma, Depends on libc6; no file that any
 #     installed package owns (dpkg -S), none in the loader's directories
-#     (/usr/lib/<triplet>, /usr/lib/lib*), no ld.so.conf entry;
+#     (/usr/lib/<triplet>, /usr/lib/lib*), no ld.so.conf entry; man pages
+#     compressed with gzip -9n, link pages symbolic links (Debian policy);
 #   - dpkg -i succeeds beside libibverbs1/librdmacm1/ibverbs-providers,
 #     which keep serving every program not started through srdma
 #     (ibv_devinfo's libibverbs.so.1 is still the distribution's, ldconfig
@@ -118,9 +119,35 @@ for f in /usr/bin/srdma /usr/lib/softrdma/libibverbs.so.1 \
 	 /usr/lib/softrdma/libsrdma_devnode.so \
 	 /usr/lib/pkgconfig/softrdma.pc \
 	 /usr/include/infiniband/verbs_relaxed.h \
-	 /usr/share/man/man1/srdma.1 /usr/share/man/man3/ibv_reg_mr_relaxed.3
+	 /usr/share/man/man1/srdma.1.gz \
+	 /usr/share/man/man3/ibv_reg_mr_relaxed.3.gz \
+	 /usr/share/man/man3/ibv_dereg_mr_relaxed.3.gz \
+	 /usr/share/man/man3/ibv_flush_relaxed_mr.3.gz
 do
 	grep -qx "$f" <<<"$files" || il_fail "not in the package: $f"
+done
+# Man pages as Debian policy wants them: every one compressed with
+# gzip -9n (header: no file name, no time stamp, best compression), a link
+# page a symbolic link to the compressed page it names.
+dpkg-deb -x "$deb" "$il_tmp/root" || il_fail "dpkg-deb -x"
+pages=$(grep '^/usr/share/man/' <<<"$files")
+notgz=$(grep -v '\.gz$' <<<"$pages")
+[ -n "$pages" ] && [ -z "$notgz" ]
+il_judge $? "man pages: all gzipped ($(wc -l <<<"$pages"))" \
+	"man pages not gzipped: ${notgz:-none at all}"
+for f in $pages; do
+	g=$il_tmp/root$f
+	if [ -L "$g" ]; then
+		t=$(readlink "$g")
+		[[ $t == *.gz && -f $(dirname "$g")/$t && ! -L $(dirname "$g")/$t ]]
+		il_judge $? "$f -> $t" "$f -> '$t': not a packaged page"
+		continue
+	fi
+	# Bytes 3..8 of the gzip header: flags (FNAME 0x08 must be clear),
+	# mtime (4 bytes, 0), extra flags (2: best compression).
+	hdr=$(od -An -tx1 -j3 -N6 "$g" | tr -d ' \n')
+	gzip -t "$g" 2>/dev/null && [ "$hdr" = 000000000002 ]
+	il_judge $? "$f: gzip -9n" "$f: not gzip -9n (header $hdr)"
 done
 bad=$(grep -E '^/usr/lib/[^/]+-linux-gnu/|^/usr/lib/lib|^/lib|^/etc/ld\.so' \
 	<<<"$files")
@@ -167,7 +194,7 @@ il_clients /usr/bin/srdma /usr/lib/softrdma "$port"
 il_pkgconfig /usr/lib/softrdma
 if command -v man >/dev/null; then
 	page=$(man -w srdma 2>&1)
-	[ "$page" = /usr/share/man/man1/srdma.1 ]
+	[ "$page" = /usr/share/man/man1/srdma.1.gz ]
 	il_judge $? "man -w srdma: $page" "man -w srdma: $page"
 	# A link page: man follows it to ibv_reg_mr_relaxed(3).
 	if MANPAGER=cat MANWIDTH=80 man 3 ibv_flush_relaxed_mr 2>&1 |

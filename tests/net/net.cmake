@@ -165,7 +165,7 @@ srdma_net_props(net.wire 180)
 # packets were seen on the host's loopback.
 foreach(t test_dp_rc test_dp_xproc test_dp_async test_rnr_many
 	test_peer_death test_key_guess test_dp_async_many test_dp_status
-	test_net_passive test_dm test_cq_ts test_atomic_write)
+	test_net_passive test_dm test_cq_ts test_atomic_write test_xrc)
 	add_test(NAME net.func.${t}
 		COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_${t}>)
 	srdma_net_props(net.func.${t} 300)
@@ -296,3 +296,29 @@ add_test(NAME net.ranks
 	COMMAND bash ${SRDMA_NET_DIR}/net_ranks.sh $<TARGET_FILE:srdma>
 		$<TARGET_FILE:net_ranks> 4)
 srdma_net_props(net.ranks 300)
+
+# XRC (docs/design/xrc.md): ibv_xsrq_pingpong across two hosts, polling
+# and with events, and with 3 clients of one server (XRC SRQs shared by
+# the TGT QPs of one domain).
+srdma_net_pair(net.xsrq_pingpong xsrq ibv_xsrq_pingpong -n 50)
+srdma_net_pair(net.xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 50 -e)
+# perftest -c XRC across two hosts.
+srdma_net_pair(net.ib_send_bw_xrc bw ib_send_bw -d srdma0 -c XRC -n 500)
+srdma_net_pair(net.ib_write_bw_xrc bw ib_write_bw -d srdma0 -c XRC -n 500)
+srdma_net_pair(net.ib_read_lat_xrc lat ib_read_lat -d srdma0 -c XRC -n 300)
+srdma_net_pair(net.ib_atomic_bw_xrc bw ib_atomic_bw -d srdma0 -c XRC -n 500)
+srdma_net_pair(net.ib_send_lat_xrc_events lat
+	ib_send_lat -d srdma0 -c XRC -n 300 -e)
+# Tag-matching SRQs (docs/design/tag-matching.md) over the wire: the
+# matching runs in the receiving context's progress thread.
+add_test(NAME net.func.test_tm
+	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:func_test_tm>)
+srdma_net_props(net.func.test_tm 300)
+# Raw packet QPs over the wire (docs/design/raw-packet.md): with
+# SRDMA_RAW_WIRE=eth0 a raw QP of one test host sends frames out of its
+# veth, the flow of a raw QP of the other takes them in (net_raw.sh).
+add_executable(net_raw_wire ${SRDMA_NET_DIR}/raw_wire.c)
+target_link_libraries(net_raw_wire PRIVATE ibverbs)
+add_test(NAME net.raw_wire
+	COMMAND bash ${SRDMA_NET_DIR}/net_raw.sh $<TARGET_FILE:net_raw_wire>)
+srdma_net_props(net.raw_wire 120)

@@ -22,8 +22,8 @@
 #     completion error) and report it: exit non-zero, or print an error
 #     (ib_send_bw's server exits 0 after "Failed to close connection
 #     between server and client").
-# Each case is killed at a random moment 300-1800 ms after the client
-# started (connection set-up takes part of it), twice with the server as
+# Each case is killed at a random moment 300-1800 ms after the client's
+# side channel reached the server (perftest's TCP exchange), twice with the server as
 # victim and once with the client. The survivor must exit within BOUND
 # (10) s of the kill, with an error (non-zero status or a line saying
 # error, fail or unable); the time from the kill to its exit and that line
@@ -81,6 +81,13 @@ now_ms()
 	echo $(($(date +%s%N) / 1000000))
 }
 
+# The server has accepted its client's side channel (perftest's TCP).
+connected()
+{
+	[ -n "$("$H" run 1 -- ss -Htn state established "sport = :$PORT" \
+		2>/dev/null)" ]
+}
+
 listening()
 {
 	[ -n "$("$H" run 1 -- ss -Hltn "sport = :$PORT" 2>/dev/null)" ]
@@ -123,6 +130,14 @@ one_run()
 	"$H" run 2 -- "$srdma" run -- "$prog" -d srdma0 -x "$cli_gid" \
 		-p "$PORT" "$@" "$srv_addr" >"$work/client" 2>&1 &
 	cli_pid=$!
+	# The delay counts from the connection: a client killed before its
+	# side channel reached the server leaves perftest's server in
+	# accept() for ever, which is perftest's, not a lost peer to detect.
+	for ((i = 0; i < 400; i++)); do
+		connected && break
+		alive "$cli_pid" || break
+		sleep 0.05
+	done
 	sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
 	if [ "$victim" = server ]; then
 		vict_pid=$srv_pid surv_pid=$cli_pid survivor=client

@@ -7,6 +7,7 @@
 #
 # Usage: net_pair.sh [OPTIONS] KIND SRDMA_EXE PROGRAM [ARGS...]
 #   KIND       pingpong (ibv_{rc,uc,ud,srq}_pingpong) | bw | lat (perftest)
+#              | xsrq (ibv_xsrq_pingpong: both print "success")
 #   SRDMA_EXE  build/bin/srdma: each side runs as `srdma run -- PROGRAM`
 # Options:
 #   --timeout SECS   budget for the whole pair (default 60)
@@ -98,7 +99,7 @@ kind=$1 srdma=$2
 shift 2
 prog=("$@")
 case $kind in
-pingpong) gidopt=-g ;;
+pingpong | xsrq) gidopt=-g ;;
 bw | lat) gidopt=-x ;;
 *) die "unknown KIND '$kind'" ;;
 esac
@@ -220,6 +221,12 @@ check_output()
 			fail_msg+=" $(grep -c 'invalid data in page' "$file") x"
 			fail_msg+=" '$(grep -m1 'invalid data in page' "$file")'"
 		fi
+		;;
+	xsrq)
+		# ibv_xsrq_pingpong checks its exchanges itself and ends with
+		# "success" (it prints no rates).
+		grep -qx success "$file" ||
+			fail_msg="$side: no 'success' line"
 		;;
 	bw | lat)
 		what='t_typical and t_avg'

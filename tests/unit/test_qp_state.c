@@ -399,7 +399,6 @@ static void test_qp_modify_cur_state_and_rate_limit(void **state)
 static void test_qp_modify_other_types_unsupported(void **state)
 {
 	static const enum ibv_qp_type other[] = {
-		IBV_QPT_RAW_PACKET, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
 		IBV_QPT_DRIVER, (enum ibv_qp_type)0, (enum ibv_qp_type)99,
 	};
 	size_t i;
@@ -408,6 +407,62 @@ static void test_qp_modify_other_types_unsupported(void **state)
 		assert_int_equal(check(other[i], IBV_QPS_RESET, IBV_QPS_INIT,
 				       IBV_QP_STATE | IBV_QP_PORT),
 				 -EOPNOTSUPP);
+}
+
+/* XRC INI and TGT: the kernel's masks (TGT takes the responder's). */
+static void test_qp_modify_xrc_masks(void **state)
+{
+	const int init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			 IBV_QP_ACCESS_FLAGS;
+	const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+
+	(void)state;
+	assert_int_equal(check(IBV_QPT_XRC_SEND, IBV_QPS_RESET, IBV_QPS_INIT,
+			       init), 0);
+	assert_int_equal(check(IBV_QPT_XRC_RECV, IBV_QPS_RESET, IBV_QPS_INIT,
+			       init), 0);
+	assert_int_equal(check(IBV_QPT_XRC_SEND, IBV_QPS_INIT, IBV_QPS_RTR,
+			       rtr), 0);
+	/* TGT needs the responder's attributes too. */
+	assert_int_equal(check(IBV_QPT_XRC_RECV, IBV_QPS_INIT, IBV_QPS_RTR,
+			       rtr), -EINVAL);
+	assert_int_equal(check(IBV_QPT_XRC_RECV, IBV_QPS_INIT, IBV_QPS_RTR,
+			       rtr | IBV_QP_MAX_DEST_RD_ATOMIC |
+				       IBV_QP_MIN_RNR_TIMER), 0);
+	/* INI sends, so it needs the requester's; TGT only timeout/PSN. */
+	assert_int_equal(check(IBV_QPT_XRC_SEND, IBV_QPS_RTR, IBV_QPS_RTS,
+			       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN),
+			 -EINVAL);
+	assert_int_equal(check(IBV_QPT_XRC_RECV, IBV_QPS_RTR, IBV_QPS_RTS,
+			       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN),
+			 0);
+	assert_int_equal(check(IBV_QPT_XRC_SEND, IBV_QPS_RTR, IBV_QPS_RTS,
+			       IBV_QP_STATE | IBV_QP_TIMEOUT |
+				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
+				       IBV_QP_MIN_RNR_TIMER),
+			 -EINVAL);
+}
+
+/* Raw packet QPs (kernel rules): INIT takes IBV_QP_PORT only; RTR and
+ * RTS take nothing but the state. */
+static void test_qp_modify_raw_packet(void **state)
+{
+	(void)state;
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
+			       IBV_QP_STATE | IBV_QP_PORT), 0);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
+			       IBV_QP_STATE), -EINVAL);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
+			       IBV_QP_STATE | IBV_QP_PORT | IBV_QP_QKEY),
+			 -EINVAL);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_INIT, IBV_QPS_RTR,
+			       IBV_QP_STATE), 0);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_RTS,
+			       IBV_QP_STATE), 0);
+	assert_int_equal(check(IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_RTS,
+			       IBV_QP_STATE | IBV_QP_SQ_PSN), -EINVAL);
 }
 
 static const struct srdma_qp_limits lim = {
@@ -645,6 +700,8 @@ int main(void)
 		cmocka_unit_test(test_qp_modify_no_state_bit_is_cur_to_cur),
 		cmocka_unit_test(test_qp_modify_cur_state_and_rate_limit),
 		cmocka_unit_test(test_qp_modify_other_types_unsupported),
+		cmocka_unit_test(test_qp_modify_xrc_masks),
+		cmocka_unit_test(test_qp_modify_raw_packet),
 		cmocka_unit_test(test_qp_attr_values_at_the_limits),
 		cmocka_unit_test(test_qp_attr_each_bad_value_fails),
 		cmocka_unit_test(test_qp_attr_limits_come_from_the_device),

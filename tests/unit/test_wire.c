@@ -31,6 +31,8 @@ static bool expected_opcode(unsigned int op)
 		return o <= 0x0b;
 	case SRDMA_TR_UD:
 		return o == 0x04 || o == 0x05;
+	case SRDMA_TR_XRC:
+		return o <= 0x14 || o == 0x16 || o == 0x17;
 	default:
 		return false;
 	}
@@ -54,6 +56,16 @@ static void test_opcode_table(void **state)
 		assert_true(srdma_wire_hdr_len((uint8_t)op) <=
 			    SRDMA_MAX_IB_HDR);
 	}
+	/* XRC: an XRCETH after the BTH of every request, none in
+	 * responses (IBTA XRC annex; Wireshark's dissector agrees). */
+	assert_int_equal(srdma_wire_hdr_len(0xa4), 12 + 4);
+	assert_int_equal(srdma_wire_hdr_len(0xa1), 12 + 4);
+	assert_int_equal(srdma_wire_hdr_len(0xab), 12 + 4 + 16 + 4);
+	assert_int_equal(srdma_wire_hdr_len(0xac), 12 + 4 + 16);
+	assert_int_equal(srdma_wire_hdr_len(0xb3), 12 + 4 + 28);
+	assert_int_equal(srdma_wire_hdr_len(0xb1), 12 + 4);
+	assert_int_equal(srdma_wire_hdr_len(0xae), 12);
+	assert_int_equal(srdma_wire_hdr_len(0xb2), 12 + 4 + 8);
 	/* A few layouts by size (roce-wire.md §1.4). */
 	assert_int_equal(srdma_wire_hdr_len(0x04), 12);
 	assert_int_equal(srdma_wire_hdr_len(0x0b), 12 + 16 + 4);
@@ -98,6 +110,7 @@ static void fill(struct srdma_pkt *p, uint8_t op, uint32_t paylen)
 	p->inv_rkey = 0x13572468u;
 	p->qkey = 0x80010000u;
 	p->src_qp = 0x7a5a5a;
+	p->xrc_srqn = 0x3c5a69;
 	p->paylen = paylen;
 }
 
@@ -177,6 +190,15 @@ static void test_round_trip_every_opcode(void **state)
 				assert_int_equal(out.src_qp, in.src_qp);
 			} else {
 				assert_int_equal(out.qkey, 0);
+			}
+			if (h & SRDMA_HDR_XRCETH) {
+				/* Right after the BTH, its first byte zero. */
+				assert_int_equal(out.xrc_srqn, in.xrc_srqn);
+				assert_int_equal(buf[12], 0);
+				assert_int_equal(buf[13], 0x3c);
+				assert_int_equal(buf[15], 0x69);
+			} else {
+				assert_int_equal(out.xrc_srqn, 0);
 			}
 			/* BTH byte 4 and the reserved bits go out zero. */
 			assert_int_equal(buf[4], 0);

@@ -36,7 +36,7 @@
  *
  * The library never widens who may attach it (no PR_SET_PTRACER): the
  * security boundary is what the kernel already allows
- * (/work/shared/docs/architecture.md, item 7); where it allows less, the
+ * (docs/architecture.md, principle 7); where it allows less, the
  * wire is used.
  *
  *   srdma_lid_held()     is that LID held by a live context of the

@@ -370,7 +370,10 @@ struct srdma_shm_qp {
 	 * each, which only status sees) */
 	_Atomic uint64_t n_err;
 	_Atomic uint64_t dgid[2];
-	uint64_t reserved[9];
+	/* XRC (docs/design/xrc.md): the XRC domain of an XRC_RECV (TGT) QP,
+	 * as srdma_xrcd.id; 0, 0 for every other type. Immutable. */
+	uint64_t xrcd[2];
+	uint64_t reserved[7];
 };
 static_assert(sizeof(struct srdma_shm_qp) == 256, "QP entry is ABI");
 static_assert(offsetof(struct srdma_shm_qp, net_st_off) == 152,
@@ -378,6 +381,8 @@ static_assert(offsetof(struct srdma_shm_qp, net_st_off) == 152,
 static_assert(offsetof(struct srdma_shm_qp, n_err) == 160 &&
 		      offsetof(struct srdma_shm_qp, dgid) == 168,
 	      "QP entry status fields are ABI");
+static_assert(offsetof(struct srdma_shm_qp, xrcd) == 184,
+	      "QP entry XRC domain is ABI");
 
 struct srdma_shm_srq {
 	struct srdma_shm_rq rq;
@@ -387,10 +392,22 @@ struct srdma_shm_srq {
 	_Atomic uint32_t limit;		/* owner arms; the consumer that
 					 * crosses it disarms (0) */
 	_Atomic uint32_t error;		/* owner: SRQ in error */
-	uint32_t reserved0;
-	uint64_t reserved[3];
+	/* XRC SRQ (docs/design/xrc.md): its CQ's slot + 1 (0: not an XRC
+	 * SRQ) and its XRC domain (srdma_xrcd.id). Immutable. */
+	uint32_t xrc_cq;
+	uint64_t xrcd[2];
+	/* Tag-matching SRQ: ring-arena offset of its struct srdma_shm_tm
+	 * (core/srq_tm.h), 0 for any other SRQ. Owner, under rq.rlock;
+	 * consumers read it under rq.rlock. An older peer reads the word as
+	 * reserved and delivers to the SRQ's receives as to a basic SRQ. */
+	uint64_t tm_off;
 };
 static_assert(sizeof(struct srdma_shm_srq) == 128, "SRQ entry is ABI");
+static_assert(offsetof(struct srdma_shm_srq, xrc_cq) == 100 &&
+		      offsetof(struct srdma_shm_srq, xrcd) == 104,
+	      "SRQ entry XRC fields are ABI");
+static_assert(offsetof(struct srdma_shm_srq, tm_off) == 120,
+	      "SRQ entry tm_off is ABI");
 
 /* Async events posted by anyone for the owner to read. */
 enum {

@@ -57,6 +57,7 @@
 
 #include "core/core.h"
 #include "core/restrack.h"
+#include "transport/host/mcast.h"
 #include "transport/net/demux.h"
 #include "transport/net/gid.h"
 #include "transport/net/net.h"
@@ -344,6 +345,46 @@ static bool is_response(uint8_t opcode)
 	return op >= SRDMA_OP_READ_RESP_FIRST && op <= SRDMA_OP_ATOMIC_ACK;
 }
 
+/* A multicast datagram (DQPN 0xffffff, destination the group's address):
+ * one copy to each of our QPs attached to the group (mcast_net.c). */
+static void deliver_mcast(struct srdma_net_ctx *ep, const struct srdma_pkt *pkt,
+			  size_t len, const struct srdma_wire_path *from)
+{
+	uint32_t q[SRDMA_MCAST_QP_ATTACH];
+	struct srdma_net_qp *nq;
+	unsigned int n, i;
+
+	/* Sent from this host (a loopback interface hands its own multicast
+	 * back whatever IP_MULTICAST_LOOP says): its sender served our QPs
+	 * through the host transport already. */
+	if (srdma_gid_find(&ep->ctx->gids, (const union ibv_gid *)from->sip) >=
+	    0) {
+		ep_drop(ep, NULL, SRDMA_DROP_SOURCE,
+			"multicast from this host (served by the host transport)",
+			from);
+		return;
+	}
+	n = srdma_gid_is_mcast(from->dip) ?
+		    srdma_net_mcast_targets(ep->ctx, from->dip, q,
+					    SRDMA_MCAST_QP_ATTACH) : 0;
+	if (!n) {
+		ep_drop(ep, NULL, SRDMA_DROP_QPN,
+			"multicast: no QP of ours attached to the group", from);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		nq = qp_pin(ep, q[i]);
+		if (!nq)
+			continue;	/* not registered yet (before RTR) */
+		if (nq->st) {
+			cnt(&nq->st->rx_pkts, 1);
+			cnt(&nq->st->rx_bytes, len);
+		}
+		srdma_netresp_input(nq, pkt, from);
+		qp_unpin(nq);
+	}
+}
+
 /* A datagram for one of our QPs (its LID is ours). */
 static void deliver(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 		    const struct srdma_wire_path *from)
@@ -376,6 +417,10 @@ static void deliver(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 	if ((pkt.pkey & 0x7fff) != 0x7fff) {
 		ep_drop(ep, NULL, SRDMA_DROP_PKEY, "P_Key not the default",
 			from);
+		return;
+	}
+	if (pkt.dqpn == SRDMA_MCAST_QPN) {
+		deliver_mcast(ep, &pkt, len, from);
 		return;
 	}
 	nq = qp_pin(ep, pkt.dqpn);
@@ -483,7 +528,8 @@ static void rx_one(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 	}
 	dqpn = (uint32_t)buf[5] << 16 | (uint32_t)buf[6] << 8 | buf[7];
 	lid = srdma_demux_lid(dqpn);
-	if (lid == ep->id.lid) {
+	/* Multicast reaches every joined socket: never forwarded. */
+	if (lid == ep->id.lid || dqpn == SRDMA_MCAST_QPN) {
 		if (ep->fault)
 			srdma_netfault_rx(ep->fault, from, buf, len,
 					  srdma_net_now_ns(), fault_deliver, ep);
@@ -1016,6 +1062,7 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	if (ret < 0)
 		goto err;
 	ep->udp = ret;
+	srdma_net_mcast_sockopts(ep->udp);
 	if (ep->gro) {
 		int one = 1;
 
@@ -1054,6 +1101,13 @@ err_leave:
 err:
 	ep_free(ep);
 	return ret;
+}
+
+int srdma_net_udp_fd(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = srdma_net_ctx_get(ctx);
+
+	return ep ? ep->udp : -errno;
 }
 
 struct srdma_net_ctx *srdma_net_ctx_get(struct srdma_context *ctx)

@@ -81,6 +81,41 @@ bool srdma_net_dest_why(struct srdma_context *ctx,
 			const struct ibv_ah_attr *ah, uint32_t dqpn,
 			const char **why);
 
+/**
+ * srdma_net_host_reaches() - can the host transport deliver to QPN @qpn
+ * (its context live in our registry, our namespaces, memory attachable)?
+ * A multicast sender delivers on this host to those and leaves the rest
+ * to the wire (docs/design/multicast.md). Context: any thread.
+ */
+bool srdma_net_host_reaches(struct srdma_context *ctx, uint32_t qpn);
+
+/**
+ * srdma_net_mcast_join() - an Ethernet port's context attached its first
+ * QP to multicast group @mgid: open the endpoint if needed and join the
+ * group's IP address (IPv4-mapped or IPv6) on every interface of the GID
+ * table, so the kernel hands the endpoint packets other hosts send to it.
+ * Counted per MGID: later attaches only count.
+ * Context: any thread. Return: 0 or -errno (no endpoint, no memory).
+ */
+int srdma_net_mcast_join(struct srdma_context *ctx, const uint8_t mgid[16]);
+/* srdma_net_mcast_leave() - undo one srdma_net_mcast_join(); the last
+ * leaves the IP group. Context: any thread. */
+void srdma_net_mcast_leave(struct srdma_context *ctx, const uint8_t mgid[16]);
+
+/* The endpoint's side of multicast (mcast_net.c, endpoint.c). */
+/* Socket options of a new endpoint's UDP socket: no multicast loopback,
+ * only the groups it joined. */
+void srdma_net_mcast_sockopts(int fd);
+/* False when SRDMA_NET_MCAST=0: multicast stays on this host (no IP
+ * group membership, nothing sent to a group's address). Any thread. */
+bool srdma_net_mcast_wire(void);
+/* The endpoint's UDP socket (opening the endpoint if needed), or -errno. */
+int srdma_net_udp_fd(struct srdma_context *ctx);
+/* Our QPs attached to @mgid, up to @max into @qpn; returns how many. */
+unsigned int srdma_net_mcast_targets(struct srdma_context *ctx,
+				     const uint8_t mgid[16], uint32_t *qpn,
+				     unsigned int max);
+
 /* ---- per-QP state ------------------------------------------------------ */
 
 /* Counters of one net QP, for `srdma status` and the tests (relaxed).

@@ -105,6 +105,7 @@ struct nr_wqe {
 	struct ibv_sge *sge;		/* r->sges[slot * max_sge ...] */
 	uint8_t *inl;			/* inline copy, or NULL */
 	bool signaled;
+	uint32_t xrc_srqn;		/* XRC: the XRCETH's SRQ number */
 	/* UD */
 	struct srdma_wire_path ud_path;
 	uint32_t ud_qpn, ud_qkey;
@@ -162,6 +163,12 @@ struct srdma_netreq {
 };
 
 /* ---- small helpers ---------------------------------------------------------- */
+
+/* RC and XRC INI: acknowledged, retried, READ and atomics. */
+static bool reliable(const struct srdma_qp *qp)
+{
+	return qp->type == IBV_QPT_RC || qp->type == IBV_QPT_XRC_SEND;
+}
 
 static inline uint32_t psn_dist(uint32_t a, uint32_t b)
 {
@@ -270,7 +277,7 @@ static void arm_rto(struct srdma_netreq *r, uint64_t now, bool restart)
 {
 	uint64_t tmo;
 
-	if (r->qp->type != IBV_QPT_RC || !outstanding(r) || r->err ||
+	if (!reliable(r->qp) || !outstanding(r) || r->err ||
 	    r->rnr_ns) {
 		r->rto_due = 0;
 		return;
@@ -516,7 +523,7 @@ static void nr_tx_flush(struct srdma_netreq *r)
 	/* Requests of an RC QP: an ACK our responder holds back for the
 	 * peer rides right behind them (net-responder.md, "ACK timing"),
 	 * so the peer executes our request before it sees its completion. */
-	if (nq->connected && r->qp->type == IBV_QPT_RC) {
+	if (nq->connected && reliable(r->qp)) {
 		atomic_store_explicit(&nq->req_tx_ns, srdma_net_now_ns(),
 				      memory_order_relaxed);
 		iov[n].iov_len = srdma_netresp_ack_take(nq, r->ackbuf);
@@ -599,10 +606,13 @@ static uint8_t tr_bits(const struct srdma_netreq *r)
 		return SRDMA_TR_UC;
 	case IBV_QPT_UD:
 		return SRDMA_TR_UD;
+	case IBV_QPT_XRC_SEND:
+		return SRDMA_TR_XRC;
 	default:
 		return SRDMA_TR_RC;
 	}
 }
+
 
 /* Opcode of packet @k of SEND/WRITE @w. */
 static uint8_t data_opcode(const struct nr_wqe *w, uint32_t k)
@@ -645,7 +655,7 @@ static uint8_t data_opcode(const struct nr_wqe *w, uint32_t k)
 /* AckReq for an RC packet: the last of a message, or after 64 without. */
 static bool want_ack(struct srdma_netreq *r, bool last)
 {
-	if (r->qp->type != IBV_QPT_RC)
+	if (!reliable(r->qp))
 		return false;
 	if (last || ++r->noack >= NR_ACK_EVERY) {
 		r->noack = 0;
@@ -692,6 +702,7 @@ static int send_data_pkts(struct srdma_netreq *r, struct nr_wqe *w,
 		pkt.psn = psn[i] = (w->first_psn + k) & NR_PSN_MASK;
 		pkt.dqpn = nq->dqpn;
 		pkt.hdrs = srdma_wire_hdrs(pkt.opcode);
+		pkt.xrc_srqn = w->xrc_srqn;
 		if (pkt.hdrs & SRDMA_HDR_RETH) {
 			pkt.va = w->remote_addr;
 			pkt.rkey = w->rkey;
@@ -735,8 +746,9 @@ static int send_read_req(struct srdma_netreq *r, struct nr_wqe *w)
 	struct srdma_pkt pkt = { 0 };
 	uint32_t done_pkts = (uint32_t)(w->rd_done / nr_mtu(r));
 
-	pkt.opcode = SRDMA_TR_RC | SRDMA_OP_READ_REQ;
+	pkt.opcode = tr_bits(r) | SRDMA_OP_READ_REQ;
 	pkt.hdrs = srdma_wire_hdrs(pkt.opcode);
+	pkt.xrc_srqn = w->xrc_srqn;
 	pkt.psn = (w->first_psn + done_pkts) & NR_PSN_MASK;
 	pkt.dqpn = nq->dqpn;
 	pkt.va = w->remote_addr + w->rd_done;
@@ -752,10 +764,11 @@ static int send_atomic(struct srdma_netreq *r, struct nr_wqe *w)
 	struct srdma_net_qp *nq = r->nq;
 	struct srdma_pkt pkt = { 0 };
 
-	pkt.opcode = SRDMA_TR_RC | (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
-					    SRDMA_OP_CMP_SWAP :
-					    SRDMA_OP_FETCH_ADD);
+	pkt.opcode = tr_bits(r) | (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+					   SRDMA_OP_CMP_SWAP :
+					   SRDMA_OP_FETCH_ADD);
 	pkt.hdrs = srdma_wire_hdrs(pkt.opcode);
+	pkt.xrc_srqn = w->xrc_srqn;
 	pkt.psn = w->first_psn;
 	pkt.dqpn = nq->dqpn;
 	pkt.va = w->remote_addr;
@@ -805,7 +818,7 @@ static void start_wqe(struct srdma_netreq *r, struct nr_wqe *w)
 static void nr_send(struct srdma_netreq *r, uint64_t now)
 {
 	struct srdma_qp *qp = r->qp;
-	bool rc = qp->type == IBV_QPT_RC;
+	bool rc = reliable(qp);
 	uint32_t max_rd = qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1;
 	bool sent = false;
 
@@ -1242,9 +1255,10 @@ void srdma_netreq_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 		srdma_net_drop(nq->ctx, nq, SRDMA_DROP_STATE, "no requester");
 		goto out;
 	}
-	if (qp->type != IBV_QPT_RC || !nq->connected ||
-	    (pkt->opcode & SRDMA_TR_MASK) != SRDMA_TR_RC) {
-		drop(r, SRDMA_DROP_TRANSPORT, "response on a non-RC QP");
+	if (!reliable(qp) || !nq->connected ||
+	    (pkt->opcode & SRDMA_TR_MASK) != tr_bits(r)) {
+		drop(r, SRDMA_DROP_TRANSPORT,
+		     "response on a non-RC QP, or of another transport");
 		goto out;
 	}
 	if (!same_gid(from->sip, nq->path.dip) ||
@@ -1377,6 +1391,7 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *sw)
 	w->remote_addr = sw->remote_addr;
 	w->compare_add = sw->compare_add;
 	w->swap = sw->swap;
+	w->xrc_srqn = sw->xrc_srqn;
 	w->signaled = qp->sq_sig_all || (sw->send_flags & IBV_SEND_SIGNALED);
 	w->status = IBV_WC_SUCCESS;
 	w->num_sge = sw->num_sge;

@@ -136,6 +136,7 @@ struct srdma_netresp {
 	/* the receive WQE taken for it */
 	bool have_wqe;
 	bool consumed;			/* SRQ: consumed, CQE still owed */
+	uint32_t xrc_srqn;		/* XRC: the SRQ of the message */
 	struct srdma_rwqe wqe;
 	/* READ and atomic resources */
 	struct rd_res res[SRDMA_MAX_RD_ATOM];
@@ -305,6 +306,12 @@ static void tx_flush(struct srdma_netresp *r)
 	srdma_net_send_batch(r->nq->ctx, m, n);
 }
 
+/* The transport bits of what our QP answers with: XRC for a TGT QP. */
+static uint8_t resp_tr(const struct srdma_net_qp *nq)
+{
+	return nq->qp->type == IBV_QPT_XRC_RECV ? SRDMA_TR_XRC : SRDMA_TR_RC;
+}
+
 /* Build and send one payload-less packet now. */
 static void xmit(struct srdma_netresp *r, struct srdma_pkt *pkt)
 {
@@ -317,7 +324,7 @@ static void send_ack(struct srdma_netresp *r, uint8_t syndrome, uint32_t psn)
 {
 	struct srdma_pkt a = { 0 };
 
-	a.opcode = SRDMA_TR_RC | SRDMA_OP_ACK;
+	a.opcode = resp_tr(r->nq) | SRDMA_OP_ACK;
 	a.psn = psn & 0xffffff;
 	a.syndrome = syndrome;
 	a.msn = r->msn;
@@ -346,7 +353,7 @@ static void send_atomic_ack(struct srdma_netresp *r, uint32_t psn,
 {
 	struct srdma_pkt a = { 0 };
 
-	a.opcode = SRDMA_TR_RC | SRDMA_OP_ATOMIC_ACK;
+	a.opcode = resp_tr(r->nq) | SRDMA_OP_ATOMIC_ACK;
 	a.psn = psn & 0xffffff;
 	a.syndrome = SRDMA_AETH_ACK;
 	a.msn = r->msn;
@@ -408,7 +415,7 @@ static enum verdict read_reply(struct srdma_netresp *r,
 				return V_NAK_ACC;
 			}
 		}
-		p.opcode = SRDMA_TR_RC | op;
+		p.opcode = resp_tr(r->nq) | op;
 		p.psn = psn;
 		p.syndrome = SRDMA_AETH_ACK;
 		p.msn = r->msn;
@@ -424,15 +431,20 @@ static enum verdict read_reply(struct srdma_netresp *r,
 /* ---- receive WQEs ---------------------------------------------------------- */
 
 /* Take the head WQE for a new message (or keep the one a dropped UC
- * message left). Return: 0, -EAGAIN (none: RNR), -EIO (queue unusable). */
-static int wqe_take(struct srdma_netresp *r, struct srdma_target *t)
+ * message left); @first: a SEND's first packet, whose TM header a
+ * tag-matching SRQ matches (NULL otherwise). A matched rendezvous is left
+ * to the application (IBV_WC_TM_RNDV_INCOMPLETE): we issue no READ of
+ * our own. Return: 0, -EAGAIN (none: RNR), -EIO (queue unusable). */
+static int wqe_take(struct srdma_netresp *r, struct srdma_target *t,
+		    const struct iovec *first)
 {
 	struct srdma_rq_hold h;
 	int e;
 
 	if (r->have_wqe)
 		return 0;
-	e = srdma_resp_rq_begin(t, &h);
+	e = srdma_resp_rq_begin_msg(t, &h, first, first ? 1 : 0,
+				    first ? first->iov_len : 0, false);
 	if (e)
 		return e;
 	r->wqe = h.w;
@@ -556,7 +568,7 @@ static enum verdict do_send(struct srdma_netresp *r, struct srdma_target *t,
 	enum verdict v;
 
 	if (hdrs & SRDMA_HDR_FIRST) {
-		e = wqe_take(r, t);
+		e = wqe_take(r, t, &io);
 		if (e == -EAGAIN)
 			return V_RNR;
 		if (e) {
@@ -622,7 +634,7 @@ static enum verdict do_write(struct srdma_netresp *r, struct srdma_target *t,
 	/* WRITE_WITH_IMM takes its WQE first: without one, nothing of
 	 * this packet happens (RNR, retried as it is). */
 	if (imm) {
-		e = wqe_take(r, t);
+		e = wqe_take(r, t, NULL);
 		if (e == -EAGAIN)
 			return V_RNR;
 		if (e) {
@@ -913,7 +925,7 @@ uint32_t srdma_netresp_ack_take(struct srdma_net_qp *nq, uint8_t *buf)
 	w = atomic_exchange(&nq->ack_pending, 0);
 	if (!w)
 		return 0;
-	a.opcode = SRDMA_TR_RC | SRDMA_OP_ACK;
+	a.opcode = resp_tr(nq) | SRDMA_OP_ACK;
 	a.psn = (uint32_t)w & 0xffffff;
 	a.msn = (uint32_t)(w >> 24) & 0xffffff;
 	a.syndrome = SRDMA_AETH_ACK;
@@ -1145,6 +1157,53 @@ fail:
 	send_ack(r, syn, nak_psn);
 }
 
+/* ---- XRC ----------------------------------------------------------------------- */
+
+/*
+ * A TGT QP: RC's rules, with the data side of the target bound to the SRQ
+ * the packet's XRCETH names (its PD, memory, queue and CQ) for the time
+ * of the packet. Every packet of a message must name the SRQ its first
+ * one named. No such SRQ in our domain: NAK Remote Access Error and the
+ * QP to ERR, as IBTA's XRC rules (and one host) say; a duplicate or
+ * out-of-sequence packet that names none is only dropped.
+ */
+static void xrc_input(struct srdma_netresp *r, struct srdma_target *t,
+		      const struct srdma_pkt *pkt, uint32_t hdrs)
+{
+	bool mid = r->have_wqe && !(hdrs & SRDMA_HDR_FIRST), bad;
+
+	if (mid && pkt->xrc_srqn != r->xrc_srqn) {
+		bad = true;
+		/* The message's own SRQ gets its WQE back, flushed. */
+		srdma_resp_xrc_bind(t, r->xrc_srqn);
+	} else {
+		bad = srdma_resp_xrc_bind(t, pkt->xrc_srqn) != 0;
+	}
+	if (bad) {
+		if (srdma_psn_cmp(pkt->psn, r->epsn)) {
+			srdma_resp_xrc_unbind(t);
+			drop(r, pkt, SRDMA_DROP_OTHER,
+			     "XRCETH names no SRQ of the QP's domain");
+			return;
+		}
+		if (r->have_wqe && r->consumed && t->xsrq)
+			wqe_fail(r, t, IBV_WC_RECV, IBV_WC_WR_FLUSH_ERR);
+		wqe_forget(r);
+		r->cur = MSG_NONE;
+		srdma_resp_xrc_unbind(t);
+		srdma_dbg("QP %#x: PSN %#x: XRC SRQ %#x refused: NAK %#x, QP "
+			  "to ERR", r->nq->qpn, pkt->psn, pkt->xrc_srqn,
+			  SRDMA_AETH_NAK_ACC);
+		srdma_resp_qp_error(t, IBV_EVENT_QP_ACCESS_ERR);
+		send_ack(r, SRDMA_AETH_NAK_ACC, pkt->psn);
+		return;
+	}
+	if (hdrs & SRDMA_HDR_FIRST)
+		r->xrc_srqn = pkt->xrc_srqn;
+	rc_input(r, t, pkt, hdrs);
+	srdma_resp_xrc_unbind(t);
+}
+
 /* ---- UC ------------------------------------------------------------------------ */
 
 /* Give up the message in progress; its WQE stays for the next one. */
@@ -1311,6 +1370,8 @@ static uint8_t qp_transport(enum ibv_qp_type type)
 		return SRDMA_TR_UC;
 	case IBV_QPT_UD:
 		return SRDMA_TR_UD;
+	case IBV_QPT_XRC_RECV:
+		return SRDMA_TR_XRC;
 	default:
 		return 0xff;
 	}
@@ -1381,6 +1442,9 @@ void srdma_netresp_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 	switch (type) {
 	case IBV_QPT_RC:
 		rc_input(r, t, pkt, hdrs);
+		break;
+	case IBV_QPT_XRC_RECV:
+		xrc_input(r, t, pkt, hdrs);
 		break;
 	case IBV_QPT_UC:
 		uc_input(r, t, pkt, hdrs);

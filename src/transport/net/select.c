@@ -181,6 +181,11 @@ bool srdma_net_dest_why(struct srdma_context *ctx,
 	return false;
 }
 
+bool srdma_net_host_reaches(struct srdma_context *ctx, uint32_t qpn)
+{
+	return !host_unreachable(ctx, qpn);
+}
+
 bool srdma_net_dest(struct srdma_context *ctx, const struct ibv_ah_attr *ah,
 		    uint32_t dqpn)
 {

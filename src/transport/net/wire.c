@@ -95,6 +95,15 @@ uint32_t srdma_wire_hdrs(uint8_t opcode)
 		if (op == SRDMA_OP_SEND_ONLY || op == SRDMA_OP_SEND_ONLY_IMM)
 			return rc_ops[op] | SRDMA_HDR_DETH;
 		return 0;
+	case SRDMA_TR_XRC:
+		/* Responses (READ responses, ACKs) are RC's; requests name
+		 * the XRC SRQ in an XRCETH. */
+		if (!rc_ops[op])
+			return 0;
+		if (op >= SRDMA_OP_READ_RESP_FIRST &&
+		    op <= SRDMA_OP_ATOMIC_ACK)
+			return rc_ops[op];
+		return rc_ops[op] | SRDMA_HDR_XRCETH;
 	default:
 		return 0; /* RD, CNP, reserved, vendor */
 	}
@@ -105,6 +114,8 @@ static uint32_t ext_len(uint32_t hdrs)
 {
 	uint32_t n = 0;
 
+	if (hdrs & SRDMA_HDR_XRCETH)
+		n += SRDMA_XRCETH_BYTES;
 	if (hdrs & SRDMA_HDR_DETH)
 		n += SRDMA_DETH_BYTES;
 	if (hdrs & SRDMA_HDR_RETH)
@@ -207,6 +218,10 @@ static void parse_ext(const uint8_t *p, struct srdma_pkt *pkt)
 {
 	uint32_t h = pkt->hdrs;
 
+	if (h & SRDMA_HDR_XRCETH) {
+		pkt->xrc_srqn = get24(p + 1);
+		p += SRDMA_XRCETH_BYTES;
+	}
 	if (h & SRDMA_HDR_DETH) {
 		pkt->qkey = get32(p);
 		pkt->src_qp = get24(p + 5);
@@ -313,6 +328,11 @@ uint32_t srdma_wire_build(uint8_t *buf, const struct srdma_pkt *pkt)
 	buf[8] = pkt->ackreq ? 0x80 : 0;
 	put24(buf + 9, pkt->psn);
 
+	if (h & SRDMA_HDR_XRCETH) {
+		p[0] = 0;
+		put24(p + 1, pkt->xrc_srqn);
+		p += SRDMA_XRCETH_BYTES;
+	}
 	if (h & SRDMA_HDR_DETH) {
 		put32(p, pkt->qkey);
 		p[4] = 0;

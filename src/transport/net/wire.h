@@ -40,6 +40,7 @@
 #define SRDMA_IMMDT_BYTES 4
 #define SRDMA_IETH_BYTES 4
 #define SRDMA_DETH_BYTES 8
+#define SRDMA_XRCETH_BYTES 4	/* reserved byte, 24-bit XRC SRQ number */
 /* Longest BTH + extended headers of any opcode we speak. */
 #define SRDMA_MAX_IB_HDR 64
 
@@ -47,6 +48,8 @@
 #define SRDMA_TR_RC 0x00
 #define SRDMA_TR_UC 0x20
 #define SRDMA_TR_UD 0x60
+#define SRDMA_TR_XRC 0xa0	/* IBTA XRC: RC's operations; requests carry
+				 * an XRCETH right after the BTH */
 #define SRDMA_TR_MASK 0xe0
 
 /* Operation numbers (bits 4:0); the opcode is transport | operation. */
@@ -86,6 +89,7 @@ enum {
 	SRDMA_HDR_IETH = 1u << 5,
 	SRDMA_HDR_DETH = 1u << 6,
 	SRDMA_HDR_PAYLOAD = 1u << 7,	/* the opcode may carry payload */
+	SRDMA_HDR_XRCETH = 1u << 11,	/* XRC request: first after the BTH */
 	/* Position within a message. */
 	SRDMA_HDR_FIRST = 1u << 8,
 	SRDMA_HDR_MIDDLE = 1u << 9,
@@ -162,6 +166,8 @@ struct srdma_pkt {
 	/* DETH */
 	uint32_t qkey;
 	uint32_t src_qp;		/* 24 bits */
+	/* XRCETH */
+	uint32_t xrc_srqn;		/* 24 bits */
 	/* payload (without pad and ICRC) */
 	const uint8_t *payload;
 	uint32_t paylen;
@@ -172,6 +178,7 @@ struct srdma_pkt {
  * srdma_wire_hdrs() - the SRDMA_HDR_* set of @opcode, or 0 if we do not
  * speak it (RD, CNP, vendor, FLUSH, ATOMIC_WRITE, or an operation its
  * transport does not have: READ on UC, anything but SEND_ONLY[_IMM] on UD).
+ * XRC has RC's operations; its requests add SRDMA_HDR_XRCETH.
  */
 uint32_t srdma_wire_hdrs(uint8_t opcode);
 
