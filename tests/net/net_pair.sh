@@ -48,11 +48,11 @@
 #             arithmetic on a noisy machine), with BW average or message rate
 #             > 0 (bw: 1000 atomics under 10% loss print a BW of 0.00
 #             MB/sec, two decimals) or t_typical and t_avg > 0 (lat)
-# One exception, under --fault only: a ping-pong whose client passed and
-# exited first, and whose server then failed with "transport retry
-# counter exceeded". The ping-pong ends without a handshake: when the ACK
-# of the server's last SEND (which the client received and checked) is
-# lost, the server retransmits to a QP that is gone, and hardware ends
+# One exception, under --fault only: a ping-pong one side of which passed
+# and exited first, and whose other side then failed with "transport
+# retry counter exceeded". The ping-pong ends without a handshake: when
+# the ACK of one side's last SEND (which the other received and checked)
+# is lost, that side retransmits to a QP that is gone, and hardware ends
 # that WR with IBV_WC_RETRY_EXC_ERR too. Such a pair passes, and says so.
 # A perftest pair whose clock calibration failed ("Correlation
 # coefficient", machine busy) is run again, at most 3 times in the budget.
@@ -258,7 +258,7 @@ attempt()
 	local deadline
 
 	fail_msg=
-	srv_rc='' cli_rc='' cli_first=''
+	srv_rc='' cli_rc='' cli_first='' srv_first=''
 	: >"$srv_out"
 	: >"$cli_out"
 	"$H" run 1 -- env "${srv_env[@]}" "$srdma" run -- "${srv_cmd[@]}" \
@@ -289,6 +289,7 @@ attempt()
 			wait "$srv_pid"
 			srv_rc=$?
 			srv_pid=''
+			[ -n "$cli_rc" ] || srv_first=1
 		fi
 		if [ -z "$cli_rc" ] && ! alive "$cli_pid"; then
 			wait "$cli_pid"
@@ -316,7 +317,14 @@ attempt()
 	   [ "$kind" = pingpong ] && [ -n "$fault" ] &&
 	   grep -q 'transport retry counter exceeded' "$srv_out" &&
 	   check_output "$cli_out" client; then
-		end_race=1
+		end_race=server
+		return 0
+	fi
+	if [ "$cli_rc" != 0 ] && [ "$srv_rc" = 0 ] && [ -n "$srv_first" ] &&
+	   [ "$kind" = pingpong ] && [ -n "$fault" ] &&
+	   grep -q 'transport retry counter exceeded' "$cli_out" &&
+	   check_output "$srv_out" server; then
+		end_race=client
 		return 0
 	fi
 	if [ "$srv_rc" != 0 ] || [ "$cli_rc" != 0 ]; then
@@ -346,11 +354,13 @@ for try in 1 2 3; do
 done
 show
 if [ -n "$end_race" ]; then
-	echo "net_pair: the client passed (all its buffers checked); the" \
-		"server's last SEND, delivered, lost its ACK after the client" \
-		"had gone, so the server's retries ran out: the ping-pong's" \
-		"own end race under loss (it has no final handshake), as on" \
-		"hardware"
+	other=client
+	[ "$end_race" = client ] && other=server
+	echo "net_pair: the $other passed (all its buffers checked); the" \
+		"$end_race's last SEND, delivered, lost its ACK after the" \
+		"$other had gone, so the $end_race's retries ran out: the" \
+		"ping-pong's own end race under loss (it has no final" \
+		"handshake), as on hardware"
 fi
 echo "net_pair: PASS in $((SECONDS - start)) s"
 exit 0
