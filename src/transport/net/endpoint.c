@@ -62,6 +62,7 @@
 #include "transport/net/net.h"
 #include "transport/net/netfault.h"
 #include "transport/net/pcap.h"
+#include "util/lattrace.h"
 #include "util/log.h"
 #include "util/selfcopy.h"
 
@@ -562,6 +563,7 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 		if (!rx_check(ep, mh, i, have_dst, &path))
 			continue;
 		rx_one(ep, buf + off, l, &path, false);
+		SRDMA_LT(SRDMA_LT_PKT);
 	}
 	return n;
 }
@@ -584,13 +586,27 @@ static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
 	return true;
 }
 
-static int drain_udp(struct srdma_net_ctx *ep, int budget)
+/*
+ * Receive and handle up to @budget packets from the UDP socket. @one (the
+ * inline path): one datagram, in a recvmmsg of one slot, then back to
+ * the polling application; a GRO datagram is still handled whole.
+ *
+ * Why one slot: recvmmsg with more slots tries the socket again after
+ * the first datagram, and that empty second try was the most expensive
+ * part of an inline receive in a ping-pong (net-endpoint.md, "Where the
+ * time goes"), where one datagram (a request with the ACK behind it, one
+ * GRO datagram) is all there is. An application polling in a loop calls
+ * again at once for the next.
+ */
+static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 {
 	int done = 0, n, i, want;
 
 	while (done < budget) {
 		want = budget - done < ep->rx_slots ? budget - done :
 						      ep->rx_slots;
+		if (one)
+			want = 1;
 		for (i = 0; i < want; i++) {
 			struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
@@ -598,13 +614,15 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget)
 			mh->msg_controllen = sizeof(ep->cbuf[i].buf);
 			mh->msg_flags = 0;
 		}
+		SRDMA_LT(SRDMA_LT_RX0);
 		n = recvmmsg(ep->udp, ep->msgs, (unsigned int)want,
 			     MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			break;
+		SRDMA_LT(SRDMA_LT_RX1);
 		for (i = 0; i < n; i++)
 			done += rx_udp(ep, i);
-		if (n < want)
+		if (one || n < want)
 			break;
 	}
 	fwd_flush(ep);
@@ -677,18 +695,20 @@ static int drain_fwd_one(struct srdma_net_ctx *ep)
 
 /* Receive up to @budget datagrams: from the UDP socket, and from the
  * forwarding socket when @fwd (the thread, told by epoll: the inline path
- * leaves that rare path to it, to spare a system call per poll). */
-static int drain(struct srdma_net_ctx *ep, int budget, bool fwd)
+ * leaves that rare path to it, to spare a system call per poll); @one:
+ * the inline path (drain_udp). */
+static int drain(struct srdma_net_ctx *ep, int budget, bool fwd, bool one)
 {
 	int done, n;
 
 	/* The packets' copies into our memory: one handler check for all
 	 * (util/selfcopy.h). */
 	srdma_self_copy_batch(true);
-	done = drain_udp(ep, budget);
+	done = drain_udp(ep, budget, one);
 	while (fwd && done < budget && (n = drain_fwd_one(ep)) > 0)
 		done += n;
 	srdma_self_copy_batch(false);
+	SRDMA_LT(SRDMA_LT_DRAIN);
 	return done;
 }
 
@@ -876,6 +896,7 @@ static void *progress_thread(void *arg)
 		}
 		if (!rx && !fwd)
 			continue;
+		SRDMA_LT(SRDMA_LT_THREAD);
 		/* In poll mode, an application draining now has just polled:
 		 * leave it the socket rather than wait for the lock (which
 		 * would cost it a futex wake-up when it unlocks); the next
@@ -891,7 +912,7 @@ static void *progress_thread(void *arg)
 		} else if (!ep->poll_ns || fwd) {
 			pthread_mutex_lock(&ep->drain_lock);
 		}
-		drain(ep, 256, fwd);
+		drain(ep, 256, fwd, false);
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
 	return NULL;
@@ -1374,8 +1395,10 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 			errno = atomic_load_explicit(&srdma_net_gso_refuse,
 						     memory_order_relaxed);
 		} else {
+			SRDMA_LT(SRDMA_LT_TX0);
 			r = sendmmsg(ep->udp, mm, (unsigned int)k,
 				     MSG_DONTWAIT);
+			SRDMA_LT(SRDMA_LT_TX1);
 		}
 		if (r > 0) {
 			uint64_t bytes = 0, gsegs = 0;
@@ -1509,9 +1532,10 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	 * loaded machine, past a peer's retry budget). */
 	n = 0;
 	if (rx_pending(ep)) {
+		SRDMA_LT(SRDMA_LT_PEND);
 		if (pthread_mutex_trylock(&ep->drain_lock))
 			return 0;
-		n = drain(ep, budget, false);
+		n = drain(ep, budget, false, true);
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
 	if (n) {
