@@ -225,13 +225,16 @@ uint32_t srdma_crc32(uint32_t crc, const void *buf, size_t len)
  * the part of the ICRC before the BTH. Return: 0 for an IP version other
  * than 4 or 6 (the caller gives up), else a running srdma_crc32() value.
  */
-static int icrc_start(const uint8_t *ip, const uint8_t *udp, uint32_t *crc)
+int srdma_icrc_pre(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
+		   uint32_t *crc)
 {
-	static const uint8_t lrh[8] = {0xff, 0xff, 0xff, 0xff,
-				       0xff, 0xff, 0xff, 0xff};
-	uint8_t iph[SRDMA_IPV6_HDR_BYTES], udph[SRDMA_UDP_HDR_BYTES];
+	/* The LRH stand-in, the IP header, the UDP header, masked, in one
+	 * buffer: one CRC run over 36 or 56 bytes. */
+	uint8_t h[8 + SRDMA_IPV6_HDR_BYTES + SRDMA_UDP_HDR_BYTES];
+	uint8_t *iph = h + 8, *udph;
 	size_t ip_len;
 
+	memset(h, 0xff, 8);
 	switch (ip[0] >> 4) {
 	case 4:
 		ip_len = SRDMA_IPV4_HDR_BYTES;
@@ -252,12 +255,10 @@ static int icrc_start(const uint8_t *ip, const uint8_t *udp, uint32_t *crc)
 	default:
 		return -1;
 	}
-	memcpy(udph, udp, sizeof(udph));
+	udph = iph + ip_len;
+	memcpy(udph, udp, SRDMA_UDP_HDR_BYTES);
 	udph[6] = udph[7] = 0xff; /* UDP checksum */
-
-	*crc = srdma_crc32(0, lrh, sizeof(lrh));
-	*crc = srdma_crc32(*crc, iph, ip_len);
-	*crc = srdma_crc32(*crc, udph, sizeof(udph));
+	*crc = srdma_crc32(0, h, 8 + ip_len + SRDMA_UDP_HDR_BYTES);
 	return 0;
 }
 
@@ -265,14 +266,22 @@ uint32_t srdma_icrc_iov(const uint8_t *ip,
 			const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 			const struct iovec *iov, int n)
 {
+	uint32_t crc;
+
+	if (srdma_icrc_pre(ip, udp, &crc))
+		return 0;
+	return srdma_icrc_iov_from(crc, iov, n);
+}
+
+uint32_t srdma_icrc_iov_from(uint32_t crc, const struct iovec *iov, int n)
+{
 	uint8_t bth[SRDMA_BTH_BYTES];
 	size_t have = 0, total = 0, off;
-	uint32_t crc;
 	int i;
 
 	for (i = 0; i < n; i++)
 		total += iov[i].iov_len;
-	if (total < SRDMA_BTH_BYTES || icrc_start(ip, udp, &crc))
+	if (total < SRDMA_BTH_BYTES)
 		return 0;
 	for (i = 0; i < n; i++) {
 		const uint8_t *p = iov[i].iov_base;
