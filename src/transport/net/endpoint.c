@@ -123,6 +123,7 @@ struct srdma_net_ctx {
 	size_t fout_len;
 	uint32_t fout_count, fout_lid;
 	uint64_t resteer_ns;		/* drain_lock: last srdma_demux_resteer */
+	uint32_t rx_requests;		/* drain_lock: requests in the last recvmmsg */
 	bool poll_inline;		/* immutable: SRDMA_NET_INLINE != 0 */
 	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
 	 * it once (relaxed) */
@@ -562,6 +563,10 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 			cnt(&ep->st.rx_gro_segs, 1);
 		if (!rx_check(ep, mh, i, have_dst, &path))
 			continue;
+		/* For drain_udp's inline path: a request came (by its BTH
+		 * opcode, judged or not). */
+		if (l >= 12 && !is_response(buf[off]))
+			ep->rx_requests++;
 		rx_one(ep, buf + off, l, &path, false);
 		SRDMA_LT(SRDMA_LT_PKT);
 	}
@@ -588,15 +593,20 @@ static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
 
 /*
  * Receive and handle up to @budget packets from the UDP socket. @one (the
- * inline path): one datagram, in a recvmmsg of one slot, then back to
- * the polling application; a GRO datagram is still handled whole.
+ * inline path): first one datagram, in a recvmmsg of one slot (a GRO
+ * datagram is still handled whole); if it held a request, back to the
+ * polling application; if it held only responses (ACKs, READ responses),
+ * on as the thread does.
  *
  * Why one slot: recvmmsg with more slots tries the socket again after
  * the first datagram, and that empty second try was the most expensive
  * part of an inline receive in a ping-pong (net-endpoint.md, "Where the
- * time goes"), where one datagram (a request with the ACK behind it, one
- * GRO datagram) is all there is. An application polling in a loop calls
- * again at once for the next.
+ * time goes"), whose steady state is one datagram per trip: the peer's
+ * request with its ACK for us behind it (GSO, GRO). Why on after
+ * responses only: an ACK that came alone (its hold expired) completes
+ * our send, and an application such as ib_write_lat then stops polling
+ * its CQ; the peer's request, if already queued behind it, must not be
+ * left to the progress thread (the poll-mode window plus a wake-up).
  */
 static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 {
@@ -607,6 +617,7 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 						      ep->rx_slots;
 		if (one)
 			want = 1;
+		ep->rx_requests = 0;
 		for (i = 0; i < want; i++) {
 			struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
@@ -622,8 +633,9 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 		SRDMA_LT(SRDMA_LT_RX1);
 		for (i = 0; i < n; i++)
 			done += rx_udp(ep, i);
-		if (one || n < want)
+		if ((one && ep->rx_requests) || n < want)
 			break;
+		one = false;
 	}
 	fwd_flush(ep);
 	return done;
