@@ -22,6 +22,7 @@
 #include "core/dp.h"
 #include "engine/engine.h"
 #include "util/compiler.h"
+#include "util/lattrace.h"
 #include "util/log.h"
 #include "verbs/verbs_int.h"
 
@@ -198,6 +199,8 @@ static int op_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	 * woken and scheduled (net-endpoint.md, "inline path"). */
 	if (!n && num_entries && srdma_engine_cq_idle(to_scq(cq)) > 0)
 		n = srdma_cq_poll(to_scq(cq), num_entries, wc);
+	if (n > 0)
+		SRDMA_LT(SRDMA_LT_CQHIT);
 	return n;
 }
 
@@ -386,6 +389,7 @@ static int op_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		*bad_wr = wr;
 		return EINVAL;
 	}
+	SRDMA_LT(SRDMA_LT_POST);
 	return srdma_post_send(to_sqp(qp), wr, bad_wr);
 }
 

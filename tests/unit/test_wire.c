@@ -334,6 +334,49 @@ static void v4path(struct srdma_wire_path *path)
 	path->dport = SRDMA_ROCE_PORT;
 }
 
+/*
+ * srdma_wire_icrc() keeps the CRC over the headers before the BTH per path
+ * and length (a small per-thread cache): packets of several lengths on
+ * paths that differ in one field each, interleaved and repeated, get the
+ * ICRC computed from their own IP and UDP headers every time.
+ */
+static void test_icrc_header_cache(void **state)
+{
+	struct srdma_wire_path paths[6];
+	static const size_t lens[] = { 12, 16, 20, 24, 36, 44, 1036 };
+	uint8_t ib[1100], ip[40], udp[8];
+	struct iovec iov;
+	unsigned int round, i, j, k;
+
+	(void)state;
+	for (i = 0; i < sizeof(ib); i++)
+		ib[i] = (uint8_t)(i * 7 + 3);
+	for (i = 0; i < 6; i++)
+		v4path(&paths[i]);
+	paths[1].sip[15] = 2;			/* the other direction */
+	paths[1].dip[15] = 1;
+	paths[2].sport = SRDMA_ROCE_PORT;	/* another source port */
+	paths[3].dport = 0xc002;		/* another destination port */
+	paths[4].dip[14] = 1;			/* another address, same last byte */
+	memset(paths[5].sip, 0, 16);		/* IPv6 */
+	memset(paths[5].dip, 0, 16);
+	paths[5].sip[0] = paths[5].dip[0] = 0xfd;
+	paths[5].sip[15] = 1;
+	paths[5].dip[15] = 2;
+	for (round = 0; round < 3; round++)
+		for (k = 0; k < 6 * 7; k++) {
+			/* A different interleaving each round. */
+			i = (k * (round + 1)) % 6;
+			j = (k + round) % 7;
+			iov.iov_base = ib;
+			iov.iov_len = lens[j];
+			srdma_wire_ip_udp(&paths[i], lens[j] + SRDMA_ICRC_BYTES,
+					  ip, udp);
+			assert_int_equal(srdma_wire_icrc(&paths[i], &iov, 1),
+					 srdma_icrc(ip, udp, ib, lens[j]));
+		}
+}
+
 static void test_icrc_vector_from_addresses(void **state)
 {
 	static const uint8_t want[4] = {0xec, 0xd7, 0x32, 0x1d};
@@ -865,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_every_opcode),
 		cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_icrc_vector_from_addresses),
+		cmocka_unit_test(test_icrc_header_cache),
 		cmocka_unit_test(test_icrc_ipv6),
 		cmocka_unit_test(test_ipv4_header),
 		cmocka_unit_test(test_icrc_lenient_ipv4),

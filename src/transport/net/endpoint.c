@@ -63,6 +63,7 @@
 #include "transport/net/net.h"
 #include "transport/net/netfault.h"
 #include "transport/net/pcap.h"
+#include "util/lattrace.h"
 #include "util/log.h"
 #include "util/selfcopy.h"
 
@@ -123,6 +124,7 @@ struct srdma_net_ctx {
 	size_t fout_len;
 	uint32_t fout_count, fout_lid;
 	uint64_t resteer_ns;		/* drain_lock: last srdma_demux_resteer */
+	uint32_t rx_requests;		/* drain_lock: requests in the last recvmmsg */
 	bool poll_inline;		/* immutable: SRDMA_NET_INLINE != 0 */
 	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
 	 * it once (relaxed) */
@@ -607,7 +609,12 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 			cnt(&ep->st.rx_gro_segs, 1);
 		if (!rx_check(ep, mh, i, have_dst, &path))
 			continue;
+		/* For drain_udp's inline path: a request came (by its BTH
+		 * opcode, judged or not). */
+		if (l >= 12 && !is_response(buf[off]))
+			ep->rx_requests++;
 		rx_one(ep, buf + off, l, &path, false);
+		SRDMA_LT(SRDMA_LT_PKT);
 	}
 	return n;
 }
@@ -630,13 +637,33 @@ static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
 	return true;
 }
 
-static int drain_udp(struct srdma_net_ctx *ep, int budget)
+/*
+ * Receive and handle up to @budget packets from the UDP socket. @one (the
+ * inline path): first one datagram, in a recvmmsg of one slot (a GRO
+ * datagram is still handled whole); if it held a request, back to the
+ * polling application; if it held only responses (ACKs, READ responses),
+ * on as the thread does.
+ *
+ * Why one slot: recvmmsg with more slots tries the socket again after
+ * the first datagram, and that empty second try was the most expensive
+ * part of an inline receive in a ping-pong (net-endpoint.md, "Where the
+ * time goes"), whose steady state is one datagram per trip: the peer's
+ * request with its ACK for us behind it (GSO, GRO). Why on after
+ * responses only: an ACK that came alone (its hold expired) completes
+ * our send, and an application such as ib_write_lat then stops polling
+ * its CQ; the peer's request, if already queued behind it, must not be
+ * left to the progress thread (the poll-mode window plus a wake-up).
+ */
+static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 {
 	int done = 0, n, i, want;
 
 	while (done < budget) {
 		want = budget - done < ep->rx_slots ? budget - done :
 						      ep->rx_slots;
+		if (one)
+			want = 1;
+		ep->rx_requests = 0;
 		for (i = 0; i < want; i++) {
 			struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
@@ -644,14 +671,17 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget)
 			mh->msg_controllen = sizeof(ep->cbuf[i].buf);
 			mh->msg_flags = 0;
 		}
+		SRDMA_LT(SRDMA_LT_RX0);
 		n = recvmmsg(ep->udp, ep->msgs, (unsigned int)want,
 			     MSG_DONTWAIT, NULL);
 		if (n <= 0)
 			break;
+		SRDMA_LT(SRDMA_LT_RX1);
 		for (i = 0; i < n; i++)
 			done += rx_udp(ep, i);
-		if (n < want)
+		if ((one && ep->rx_requests) || n < want)
 			break;
+		one = false;
 	}
 	fwd_flush(ep);
 	return done;
@@ -723,18 +753,20 @@ static int drain_fwd_one(struct srdma_net_ctx *ep)
 
 /* Receive up to @budget datagrams: from the UDP socket, and from the
  * forwarding socket when @fwd (the thread, told by epoll: the inline path
- * leaves that rare path to it, to spare a system call per poll). */
-static int drain(struct srdma_net_ctx *ep, int budget, bool fwd)
+ * leaves that rare path to it, to spare a system call per poll); @one:
+ * the inline path (drain_udp). */
+static int drain(struct srdma_net_ctx *ep, int budget, bool fwd, bool one)
 {
 	int done, n;
 
 	/* The packets' copies into our memory: one handler check for all
 	 * (util/selfcopy.h). */
 	srdma_self_copy_batch(true);
-	done = drain_udp(ep, budget);
+	done = drain_udp(ep, budget, one);
 	while (fwd && done < budget && (n = drain_fwd_one(ep)) > 0)
 		done += n;
 	srdma_self_copy_batch(false);
+	SRDMA_LT(SRDMA_LT_DRAIN);
 	return done;
 }
 
@@ -922,6 +954,7 @@ static void *progress_thread(void *arg)
 		}
 		if (!rx && !fwd)
 			continue;
+		SRDMA_LT(SRDMA_LT_THREAD);
 		/* In poll mode, an application draining now has just polled:
 		 * leave it the socket rather than wait for the lock (which
 		 * would cost it a futex wake-up when it unlocks); the next
@@ -937,7 +970,7 @@ static void *progress_thread(void *arg)
 		} else if (!ep->poll_ns || fwd) {
 			pthread_mutex_lock(&ep->drain_lock);
 		}
-		drain(ep, 256, fwd);
+		drain(ep, 256, fwd, false);
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
 	return NULL;
@@ -1451,8 +1484,10 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 			errno = atomic_load_explicit(&srdma_net_gso_refuse,
 						     memory_order_relaxed);
 		} else {
+			SRDMA_LT(SRDMA_LT_TX0);
 			r = sendmmsg(ep->udp, mm, (unsigned int)k,
 				     MSG_DONTWAIT);
+			SRDMA_LT(SRDMA_LT_TX1);
 		}
 		if (r > 0) {
 			uint64_t bytes = 0, gsegs = 0;
@@ -1582,10 +1617,11 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	 * loaded machine, past a peer's retry budget). */
 	n = 0;
 	if (rx_pending(ep)) {
+		SRDMA_LT(SRDMA_LT_PEND);
 		if (pthread_mutex_trylock(&ep->drain_lock))
 			return 0;
 		inline_ep = ep;
-		n = drain(ep, budget, false);
+		n = drain(ep, budget, false, true);
 		inline_ep = NULL;
 		pthread_mutex_unlock(&ep->drain_lock);
 	}

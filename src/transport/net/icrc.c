@@ -17,8 +17,9 @@
  * srdma_icrc_iov() is the form the net transport uses: the packet as an
  * iovec (headers in one buffer, payload straight from registered memory)
  * so nothing is copied to compute its ICRC. Concurrency: the tables are
- * built under pthread_once; each thread remembers the IP and UDP headers
- * it saw last with their CRC (icrc_memo), its own.
+ * built under pthread_once; the CRC of the headers before the BTH is
+ * cached per thread and path by the caller (wire.c srdma_wire_icrc(), on
+ * the heap: the library's TLS must stay small).
  */
 #include <endian.h>
 #include <pthread.h>
@@ -324,39 +325,20 @@ int srdma_crc32_impl(int impl)
 }
 
 /*
- * The last headers icrc_start() saw in this thread, and their CRC: the
- * packets of one transfer share them (one path, one length), and the 36
- * or 56 bytes before the BTH, taken a byte or a word at a time, cost about
- * a third of a 4 KiB packet's ICRC with the payload folded 64 bytes per
- * instruction. Per thread, so nothing is shared.
- */
-struct icrc_memo {
-	uint8_t ip[SRDMA_IPV6_HDR_BYTES];
-	uint8_t udp[SRDMA_UDP_HDR_BYTES];
-	size_t ip_len;			/* 0: empty */
-	uint32_t crc;
-};
-static __thread struct icrc_memo icrc_memo;
-
-/*
  * The CRC so far over the LRH stand-in and the masked IP and UDP headers:
  * the part of the ICRC before the BTH. Return: 0 for an IP version other
  * than 4 or 6 (the caller gives up), else a running srdma_crc32() value.
  */
-static int icrc_start(const uint8_t *ip, const uint8_t *udp, uint32_t *crc)
+int srdma_icrc_pre(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
+		   uint32_t *crc)
 {
-	static const uint8_t lrh[8] = {0xff, 0xff, 0xff, 0xff,
-				       0xff, 0xff, 0xff, 0xff};
-	uint8_t iph[SRDMA_IPV6_HDR_BYTES], udph[SRDMA_UDP_HDR_BYTES];
-	struct icrc_memo *m = &icrc_memo;
+	/* The LRH stand-in, the IP header, the UDP header, masked, in one
+	 * buffer: one CRC run over 36 or 56 bytes. */
+	uint8_t h[8 + SRDMA_IPV6_HDR_BYTES + SRDMA_UDP_HDR_BYTES];
+	uint8_t *iph = h + 8, *udph;
 	size_t ip_len;
 
-	ip_len = ip[0] >> 4 == 4 ? SRDMA_IPV4_HDR_BYTES : SRDMA_IPV6_HDR_BYTES;
-	if (m->ip_len == ip_len && !memcmp(m->udp, udp, sizeof(m->udp)) &&
-	    !memcmp(m->ip, ip, ip_len)) {
-		*crc = m->crc;
-		return 0;
-	}
+	memset(h, 0xff, 8);
 	switch (ip[0] >> 4) {
 	case 4:
 		ip_len = SRDMA_IPV4_HDR_BYTES;
@@ -377,16 +359,10 @@ static int icrc_start(const uint8_t *ip, const uint8_t *udp, uint32_t *crc)
 	default:
 		return -1;
 	}
-	memcpy(udph, udp, sizeof(udph));
+	udph = iph + ip_len;
+	memcpy(udph, udp, SRDMA_UDP_HDR_BYTES);
 	udph[6] = udph[7] = 0xff; /* UDP checksum */
-
-	*crc = srdma_crc32(0, lrh, sizeof(lrh));
-	*crc = srdma_crc32(*crc, iph, ip_len);
-	*crc = srdma_crc32(*crc, udph, sizeof(udph));
-	memcpy(m->ip, ip, ip_len);
-	memcpy(m->udp, udp, sizeof(m->udp));
-	m->ip_len = ip_len;
-	m->crc = *crc;
+	*crc = srdma_crc32(0, h, 8 + ip_len + SRDMA_UDP_HDR_BYTES);
 	return 0;
 }
 
@@ -394,14 +370,22 @@ uint32_t srdma_icrc_iov(const uint8_t *ip,
 			const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 			const struct iovec *iov, int n)
 {
+	uint32_t crc;
+
+	if (srdma_icrc_pre(ip, udp, &crc))
+		return 0;
+	return srdma_icrc_iov_from(crc, iov, n);
+}
+
+uint32_t srdma_icrc_iov_from(uint32_t crc, const struct iovec *iov, int n)
+{
 	uint8_t bth[SRDMA_BTH_BYTES];
 	size_t have = 0, total = 0, off;
-	uint32_t crc;
 	int i;
 
 	for (i = 0; i < n; i++)
 		total += iov[i].iov_len;
-	if (total < SRDMA_BTH_BYTES || icrc_start(ip, udp, &crc))
+	if (total < SRDMA_BTH_BYTES)
 		return 0;
 	for (i = 0; i < n; i++) {
 		const uint8_t *p = iov[i].iov_base;

@@ -77,6 +77,24 @@ uint32_t srdma_icrc(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 uint32_t srdma_icrc_iov(const uint8_t *ip,
 			const uint8_t udp[SRDMA_UDP_HDR_BYTES],
 			const struct iovec *iov, int n);
+/**
+ * srdma_icrc_pre() - the first part of srdma_icrc_iov(): the running CRC
+ * over what the ICRC covers before the BTH (the LRH stand-in and the
+ * masked IP and UDP headers), which depends only on the addresses, ports
+ * and lengths, so a sender or receiver may keep it for the next packet
+ * of the same length on the same path.
+ * @ip, @udp: as for srdma_icrc()
+ * @crc: set to the running CRC, for srdma_icrc_iov_from()
+ * Return: 0, or -1 for an IP version other than 4 or 6 (@crc unset).
+ */
+int srdma_icrc_pre(const uint8_t *ip, const uint8_t udp[SRDMA_UDP_HDR_BYTES],
+		   uint32_t *crc);
+/**
+ * srdma_icrc_iov_from() - the rest of srdma_icrc_iov(): the ICRC of the
+ * packet whose headers gave @crc (srdma_icrc_pre()) and whose BTH through
+ * pad are the @n iovecs of @iov. Return: as srdma_icrc_iov().
+ */
+uint32_t srdma_icrc_iov_from(uint32_t crc, const struct iovec *iov, int n);
 
 /**
  * srdma_icrc_ipv4_explain() - is an IPv4 packet's ICRC right for some IP

@@ -436,17 +436,74 @@ size_t srdma_wire_ip_udp(const struct srdma_wire_path *path, size_t ib_len,
 	return iplen;
 }
 
+/*
+ * The ICRC's CRC over the headers before the BTH depends only on the path
+ * and the datagram's length: per thread, the last few are kept (a
+ * ping-pong sends and receives two or three lengths on two paths), so a
+ * packet's ICRC is a look-up plus the CRC of its own bytes. Same result
+ * as computing it each time (unit.test_wire holds it to the reference).
+ * The entries live on the heap, one array per thread (a pthread key frees
+ * it), not in TLS: the library's TLS is static (selfcopy.c's
+ * initial-exec variables) and must fit the small surplus glibc keeps for
+ * a dlopen()ed library (pyverbs loads us so).
+ */
+#define PRE_CACHE 8
+struct icrc_pre {
+	struct srdma_wire_path path;
+	size_t len;			/* 0: empty */
+	uint32_t crc;
+};
+static pthread_key_t pre_key;		/* immutable after pre_once */
+static bool pre_key_ok;			/* immutable after pre_once */
+static pthread_once_t pre_once = PTHREAD_ONCE_INIT;
+
+static void pre_key_init(void)
+{
+	pre_key_ok = !pthread_key_create(&pre_key, free);
+}
+
+/* This thread's entries; NULL (no cache) if they cannot be had. */
+static struct icrc_pre *pre_cache(void)
+{
+	struct icrc_pre *c;
+
+	pthread_once(&pre_once, pre_key_init);
+	if (!pre_key_ok)
+		return NULL;
+	c = pthread_getspecific(pre_key);
+	if (!c) {
+		c = calloc(PRE_CACHE, sizeof(*c));
+		if (c && pthread_setspecific(pre_key, c)) {
+			free(c);
+			c = NULL;
+		}
+	}
+	return c;
+}
+
 uint32_t srdma_wire_icrc(const struct srdma_wire_path *path,
 			 const struct iovec *iov, int n)
 {
 	uint8_t ip[SRDMA_IPV6_HDR_BYTES], udp[SRDMA_UDP_HDR_BYTES];
+	struct icrc_pre *c = pre_cache(), one = { .len = 0 };
 	size_t len = 0;
 	int i;
 
 	for (i = 0; i < n; i++)
 		len += iov[i].iov_len;
-	srdma_wire_ip_udp(path, len + SRDMA_ICRC_BYTES, ip, udp);
-	return srdma_icrc_iov(ip, udp, iov, n);
+	len += SRDMA_ICRC_BYTES;
+	c = c ? &c[(len ^ path->sip[15] ^ (size_t)path->dip[15] << 1) %
+		   PRE_CACHE] : &one;
+	if (c->len != len || memcmp(&c->path, path, sizeof(*path))) {
+		srdma_wire_ip_udp(path, len, ip, udp);
+		if (srdma_icrc_pre(ip, udp, &c->crc)) {
+			c->len = 0;
+			return 0;
+		}
+		memcpy(&c->path, path, sizeof(*path));
+		c->len = len;
+	}
+	return srdma_icrc_iov_from(c->crc, iov, n);
 }
 
 void srdma_wire_put_icrc(uint8_t *p, uint32_t icrc)
