@@ -189,3 +189,24 @@ add_test(NAME clients.rping_persistent
 set_tests_properties(clients.rping_persistent PROPERTIES TIMEOUT 300
 	LABELS "clients;robust" SKIP_RETURN_CODE 77)
 srdma_test_env(clients.rping_persistent)
+
+# perftest with --use_hugepages: buffers from shmget(SHM_HUGETLB) registered
+# as ordinary MRs (the HUGETLB registrations of the suite's huge-page tests
+# are conformance.full_suite_*'s). hugepages.sh reserves 2 MiB pages as root
+# for the run and puts the count back; it skips without root and pages.
+foreach(prog ib_write_bw ib_read_bw ib_send_lat)
+	if(prog MATCHES "_lat$")
+		set(kind lat)
+	else()
+		set(kind bw)
+	endif()
+	srdma_client_port(port)
+	set(test clients.${prog}_hugepages)
+	add_test(NAME ${test}
+		COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/hugepages.sh ${kind} ${port}
+			$<TARGET_FILE:srdma> ${prog} -d srdma0 --use_hugepages
+			-n 1000)
+	set_tests_properties(${test} PROPERTIES TIMEOUT 120 LABELS clients
+		SKIP_RETURN_CODE 77 RESOURCE_LOCK hugepages)
+	srdma_test_env(${test})
+endforeach()
