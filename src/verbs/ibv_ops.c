@@ -95,10 +95,8 @@ static int op_query_device_ex(struct ibv_context *context,
 	}
 	a.phys_port_cnt_ex = 1;
 	/* ATOMIC_WRITE (IB_UVERBS_DEVICE_ATOMIC_WRITE, newer than rdma-core
-	 * 44's headers): only the host transport carries it, and an IB port
-	 * never uses the net transport (docs/design/dm.md). */
-	if (!srdma_link_is_eth())
-		a.device_cap_flags_ex |= SRDMA_DEVICE_ATOMIC_WRITE;
+	 * 44's headers): both transports carry it (docs/design/dm.md). */
+	a.device_cap_flags_ex |= SRDMA_DEVICE_ATOMIC_WRITE;
 	a.max_dm_size = SRDMA_MAX_DM_SIZE;	/* core/dm.h */
 	srdma_verbs_fill_tm_caps(&a.tm_caps);	/* ibv_tm.c */
 	/* Completion timestamps (core/clock.c): a 64-bit 1 GHz counter. */

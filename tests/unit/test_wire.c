@@ -26,13 +26,13 @@ static bool expected_opcode(unsigned int op)
 
 	switch (op & 0xe0) {
 	case SRDMA_TR_RC:
-		return o <= 0x14 || o == 0x16 || o == 0x17;
+		return o <= 0x14 || o == 0x16 || o == 0x17 || o == 0x1d;
 	case SRDMA_TR_UC:
 		return o <= 0x0b;
 	case SRDMA_TR_UD:
 		return o == 0x04 || o == 0x05;
 	case SRDMA_TR_XRC:
-		return o <= 0x14 || o == 0x16 || o == 0x17;
+		return o <= 0x14 || o == 0x16 || o == 0x17 || o == 0x1d;
 	default:
 		return false;
 	}
@@ -80,7 +80,11 @@ static void test_opcode_table(void **state)
 	assert_int_equal(srdma_wire_hdrs(0x31), 0); /* UC ACK */
 	assert_int_equal(srdma_wire_hdrs(0x33), 0); /* UC CMP_SWAP */
 	assert_int_equal(srdma_wire_hdrs(0x1c), 0); /* FLUSH */
-	assert_int_equal(srdma_wire_hdrs(0x1d), 0); /* ATOMIC_WRITE */
+	/* RC ATOMIC_WRITE: RETH and an 8-byte payload; not on UC. */
+	assert_int_equal(srdma_wire_hdrs(0x1d), SRDMA_HDR_RETH |
+				 srdma_wire_hdrs(0x0a)); /* as WRITE_ONLY */
+	assert_int_equal(srdma_wire_hdr_len(0x1d), 12 + 16);
+	assert_int_equal(srdma_wire_hdrs(0x3d), 0); /* UC ATOMIC_WRITE */
 	assert_int_equal(srdma_wire_hdrs(0x81), 0); /* CNP */
 	assert_int_equal(srdma_wire_hdrs(0x60), 0); /* UD SEND_FIRST */
 	assert_true(srdma_wire_hdrs(0x64) & SRDMA_HDR_DETH);

@@ -183,13 +183,13 @@ static inline struct nr_wqe *slot(struct srdma_netreq *r, uint32_t i)
 static bool is_rd_atomic(uint32_t op)
 {
 	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_WRITE;
 }
 
 static bool is_atomic(uint32_t op)
 {
 	return op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_WRITE;
 }
 
 static bool is_local(uint32_t op)
@@ -783,6 +783,33 @@ static int send_atomic(struct srdma_netreq *r, struct nr_wqe *w)
 	return nr_tx_pkt(r, &pkt, &nq->path);
 }
 
+/* ATOMIC_WRITE: RETH and the 8-byte operand gathered at post (rxe's
+ * layout); the responder answers with a READ_RESP_ONLY of no payload. */
+static int send_atomic_write(struct srdma_netreq *r, struct nr_wqe *w)
+{
+	struct srdma_net_qp *nq = r->nq;
+	struct srdma_pkt pkt = { 0 };
+	uint32_t hl;
+
+	pkt.opcode = tr_bits(r) | SRDMA_OP_ATOMIC_WRITE;
+	pkt.hdrs = srdma_wire_hdrs(pkt.opcode);
+	pkt.xrc_srqn = w->xrc_srqn;
+	pkt.psn = w->first_psn;
+	pkt.dqpn = nq->dqpn;
+	pkt.va = w->remote_addr;
+	pkt.rkey = w->rkey;
+	pkt.dma_len = 8;
+	pkt.ackreq = true;
+	if (r->ntx == NR_BATCH)
+		nr_tx_flush(r);
+	hl = tx_hdr(r, r->ntx, &pkt, 8);
+	if (!hl)
+		return -EINVAL;
+	memcpy(r->txbuf + (size_t)r->ntx * NR_PKT_MAX + hl, &w->compare_add, 8);
+	tx_finish(r, hl, 8, pkt.psn, &nq->path);
+	return 0;
+}
+
 /* Run local operation @w (LOCAL_INV, BIND_MW) when the sender reaches it. */
 static void run_local(struct srdma_netreq *r, struct nr_wqe *w)
 {
@@ -863,7 +890,9 @@ static void nr_send(struct srdma_netreq *r, uint64_t now)
 				r->cur++;
 			}
 		} else if (is_atomic(w->opcode)) {
-			e = send_atomic(r, w);
+			e = w->opcode == IBV_WR_ATOMIC_WRITE ?
+				    send_atomic_write(r, w) :
+				    send_atomic(r, w);
 			if (!e) {
 				r->psn = (w->first_psn + 1) & NR_PSN_MASK;
 				w->next_pkt = 1;
@@ -1207,13 +1236,27 @@ static void response(struct srdma_netreq *r, const struct srdma_pkt *pkt,
 		nak_status(r, pkt->syndrome);
 		return;
 	case SRDMA_OP_ATOMIC_ACK:
-		if (!is_atomic(w->opcode)) {
+		if (!is_atomic(w->opcode) ||
+		    w->opcode == IBV_WR_ATOMIC_WRITE) {
 			drop(r, SRDMA_DROP_OPCODE, "atomic ACK for a non-atomic");
 			return;
 		}
 		atomic_place(r, w, pkt, now);
 		break;
 	default:			/* READ_RESP_* */
+		if (w->opcode == IBV_WR_ATOMIC_WRITE) {
+			/* rxe's answer: READ_RESP_ONLY, no payload. */
+			if (op != SRDMA_OP_READ_RESP_ONLY || pkt->paylen ||
+			    pkt->psn != r->comp_psn) {
+				drop(r, SRDMA_DROP_OPCODE,
+				     "not an ATOMIC_WRITE response");
+				return;
+			}
+			r->comp_psn = (pkt->psn + 1) & NR_PSN_MASK;
+			w->done = true;
+			progress(r, now);
+			break;
+		}
 		if (w->opcode != IBV_WR_RDMA_READ) {
 			drop(r, SRDMA_DROP_OPCODE,
 			     "READ response for a non-READ");
@@ -1406,10 +1449,25 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *sw)
 		w->bind = sw->bind;
 		w->len = 0;
 	} else if (w->opcode == IBV_WR_ATOMIC_WRITE) {
-		/* Not carried on the wire (docs/design/dm.md): fails
-		 * locally, completing in order. */
-		w->status = IBV_WC_LOC_QP_OP_ERR;
-		w->len = 0;
+		/* The operand travels in the packet: gather it now (an
+		 * inline operand is the caller's memory, read at post). */
+		uint8_t *d = (uint8_t *)&w->compare_add;
+
+		if (w->len != 8)
+			return -EINVAL;	/* the engine checked: exactly 8 */
+		if (sw->is_inline) {
+			for (i = 0; i < sw->num_sge; i++) {
+				memcpy(d, (const void *)(uintptr_t)
+					       sw->sge[i].addr,
+				       sw->sge[i].length);
+				d += sw->sge[i].length;
+			}
+		} else if (sge_copy(r, w, 0, d, 8, false)) {
+			srdma_dbg("QP %#x wr_id %#llx: ATOMIC_WRITE operand not readable",
+				  qpn(r), (unsigned long long)w->wr_id);
+			w->status = IBV_WC_LOC_PROT_ERR;
+		}
+		w->num_sge = 0;	/* gathered: nothing left to check */
 	} else if (sw->is_inline && w->len) {
 		uint8_t *d = r->inl + (size_t)s * r->max_inline;
 

@@ -85,6 +85,7 @@ enum res_type {
 	RES_NONE = 0,
 	RES_READ,
 	RES_ATOMIC,
+	RES_AWRITE,			/* ATOMIC_WRITE, executed */
 };
 
 /* A responder resource: what a READ or an atomic needs for a replay. */
@@ -362,6 +363,19 @@ static void send_atomic_ack(struct srdma_netresp *r, uint32_t psn,
 	a.syndrome = SRDMA_AETH_ACK;
 	a.msn = r->msn;
 	a.orig = orig;
+	xmit(r, &a);
+}
+
+/* rxe's answer to an ATOMIC_WRITE (first or replayed): READ_RESP_ONLY
+ * with an AETH and no payload. */
+static void send_awrite_ack(struct srdma_netresp *r, uint32_t psn)
+{
+	struct srdma_pkt a = { 0 };
+
+	a.opcode = resp_tr(r->nq) | SRDMA_OP_READ_RESP_ONLY;
+	a.psn = psn & 0xffffff;
+	a.syndrome = SRDMA_AETH_ACK;
+	a.msn = r->msn;
 	xmit(r, &a);
 }
 
@@ -877,6 +891,50 @@ static enum verdict do_atomic(struct srdma_netresp *r, struct srdma_target *t,
 	return V_OK;
 }
 
+/*
+ * ATOMIC_WRITE: the 8 payload bytes into 8 aligned remote bytes as one
+ * store under the host-wide atomic lock (srdma_resp_atomic_write, as on
+ * one host). Remote write access of the QP and of the key, as rxe. A
+ * resource remembers it so that a duplicate is answered, not stored again.
+ */
+static enum verdict do_atomic_write(struct srdma_netresp *r,
+				    struct srdma_target *t,
+				    const struct srdma_pkt *pkt,
+				    uint32_t *event)
+{
+	struct srdma_rmem m;
+	struct rd_res *s;
+	uint64_t val;
+	int e;
+
+	*event = IBV_EVENT_QP_REQ_ERR;
+	if (pkt->paylen != 8 || pkt->dma_len != 8 ||
+	    !srdma_resp_qp_allows(t, IBV_ACCESS_REMOTE_WRITE) ||
+	    (pkt->va & 7)) {
+		srdma_dbg("QP %#x: ATOMIC_WRITE at %#llx refused (length, access or alignment)",
+			  r->nq->qpn, (unsigned long long)pkt->va);
+		return V_NAK_INV;
+	}
+	*event = IBV_EVENT_QP_ACCESS_ERR;
+	if (srdma_resp_rkey(t, pkt->rkey, IBV_ACCESS_REMOTE_WRITE, pkt->va, 8,
+			    &m) != SRDMA_KCHK_OK)
+		return V_NAK_ACC;
+	memcpy(&val, pkt->payload, 8);
+	e = srdma_resp_atomic_write(t, &m, val);
+	srdma_resp_rkey_put(t, &m);
+	if (e == -EIO)
+		return V_NAK_OP;
+	if (e)
+		return V_NAK_ACC;
+	s = res_new(r);
+	s->type = RES_AWRITE;
+	s->first_psn = s->last_psn = pkt->psn;
+	r->msn = (r->msn + 1) & 0xffffff;
+	send_awrite_ack(r, pkt->psn);
+	set_epsn(r, srdma_psn_add(pkt->psn, 1));
+	return V_OK;
+}
+
 /* ---- delayed ACKs ------------------------------------------------------------- */
 
 static pthread_once_t ack_once = PTHREAD_ONCE_INIT;
@@ -1077,6 +1135,17 @@ static void rc_duplicate(struct srdma_netresp *r, struct srdma_target *t,
 		send_atomic_ack(r, pkt->psn, s->orig);
 		return;
 	}
+	if (op == SRDMA_OP_ATOMIC_WRITE) {
+		/* Replayed from the resource, never stored again. */
+		s = res_find(r, pkt->psn, RES_AWRITE);
+		if (!s) {
+			drop(r, pkt, SRDMA_DROP_DUP,
+			     "duplicate ATOMIC_WRITE, no resource");
+			return;
+		}
+		send_awrite_ack(r, pkt->psn);
+		return;
+	}
 	drop(r, pkt, SRDMA_DROP_DUP, "duplicate of an unknown request");
 }
 
@@ -1146,6 +1215,10 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 			return;		/* the responses are the answer */
 	} else if (op_is_atomic(op)) {
 		v = do_atomic(r, t, pkt, op, &event);
+		if (v == V_OK)
+			return;
+	} else if (op == SRDMA_OP_ATOMIC_WRITE) {
+		v = do_atomic_write(r, t, pkt, &event);
 		if (v == V_OK)
 			return;
 	} else {

@@ -77,6 +77,7 @@ enum srdma_ib_op {
 	SRDMA_OP_FETCH_ADD = 0x14,
 	SRDMA_OP_SEND_LAST_INV = 0x16,
 	SRDMA_OP_SEND_ONLY_INV = 0x17,
+	SRDMA_OP_ATOMIC_WRITE = 0x1d,
 };
 
 /* Which extended headers an opcode carries (srdma_wire_hdrs()). */
@@ -176,7 +177,7 @@ struct srdma_pkt {
 
 /**
  * srdma_wire_hdrs() - the SRDMA_HDR_* set of @opcode, or 0 if we do not
- * speak it (RD, CNP, vendor, FLUSH, ATOMIC_WRITE, or an operation its
+ * speak it (RD, CNP, vendor, FLUSH, or an operation its
  * transport does not have: READ on UC, anything but SEND_ONLY[_IMM] on UD).
  * XRC has RC's operations; its requests add SRDMA_HDR_XRCETH.
  */
