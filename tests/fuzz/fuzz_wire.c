@@ -78,6 +78,8 @@ static void check_parsed(const uint8_t *data, size_t size,
 	memcpy(want, data, hl);
 	want[4] = 0;	 /* FECN, BECN, resv6a */
 	want[8] &= 0x80; /* resv7 */
+	if (p->hdrs & SRDMA_HDR_XRCETH)
+		want[SRDMA_BTH_BYTES] = 0; /* XRCETH reserved (ignored) */
 	if (p->hdrs & SRDMA_HDR_DETH)
 		want[SRDMA_BTH_BYTES + 4] = 0; /* DETH reserved */
 	CHECK(!memcmp(hdr, want, hl));
