@@ -57,7 +57,7 @@
 /* ---- memory of the target ------------------------------------------------ */
 
 /* Copy between our iovs and [raddr, raddr + len) of the target. */
-static int xcopy(const struct srdma_peer *p, const struct iovec *liov,
+static int xcopy(struct srdma_peer *p, const struct iovec *liov,
 		 uint32_t n, uint64_t raddr, uint64_t len, bool to_peer)
 {
 	struct iovec r = { (void *)(uintptr_t)raddr, len };
@@ -67,13 +67,11 @@ static int xcopy(const struct srdma_peer *p, const struct iovec *liov,
 		return 0;
 	if (p->self)
 		got = srdma_self_vm_rw(liov, n, &r, 1, to_peer);
-	else if (to_peer)
-		got = process_vm_writev(p->pid, liov, n, &r, 1, 0);
-	else
-		got = process_vm_readv(p->pid, liov, n, &r, 1, 0);
+	else	/* checks that the pid still names the owner */
+		got = srdma_peer_vm_rw(p, liov, n, &r, 1, to_peer);
 	if (got == (ssize_t)len)
 		return 0;
-	if (got < 0 && errno == ESRCH)
+	if (got == -ESRCH || (got == -1 && p->self && errno == ESRCH))
 		return -ESRCH;
 	return -EFAULT;
 }
@@ -109,7 +107,7 @@ static uint32_t slice(const struct iovec *src, uint32_t n, uint64_t off,
 
 /* Move [soff, soff + len) of @src to or from [raddr, raddr + len) of @p:
  * one system call unless the span needs more than CHUNK_IOV iovecs. */
-static int xcopy_span(const struct srdma_peer *p, const struct iovec *src,
+static int xcopy_span(struct srdma_peer *p, const struct iovec *src,
 		      uint32_t n, uint64_t soff, uint64_t len, uint64_t raddr,
 		      bool to_peer)
 {

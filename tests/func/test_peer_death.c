@@ -18,7 +18,19 @@
  *    user (made at once with clone3's set_tid, which needs root; pid
  *    wrap-around does it slowly everywhere) that maps memory at the dead
  *    MR's address: a WRITE or READ through the connected QP must end with
- *    RETRY_EXC_ERR and touch nothing of the newcomer;
+ *    RETRY_EXC_ERR and touch nothing of the newcomer. The newcomer is a
+ *    raw clone of this process, so the dead MR's address must be one that
+ *    nothing in this process uses (under TSan the runtime's own pages
+ *    once sat there, and the newcomer's interceptors wrote into its
+ *    'Z's): the target's buffer lies in a PROT_NONE reservation made
+ *    before the target was forked, and the newcomer makes raw system
+ *    calls only;
+ *  - built against the fault-injection library (fault.peer_death), the
+ *    same reuse inside the window a copy leaves between resolving its
+ *    target and the system call: the PEER_COPY point runs our hook there,
+ *    which kills the target, reaps it and gives its pid to the newcomer.
+ *    A WRITE must not reach the newcomer, a READ must not complete
+ *    successfully with its bytes;
  *  - the survivor as passive target: an initiator streaming WRITEs and
  *    SENDs is killed at random moments (seeded, printed); dereg, destroy
  *    and close in the survivor finish promptly.
@@ -73,6 +85,9 @@ static enum ibv_qp_type qtype(int i)
 	return IBV_QPT_RC;
 }
 
+/* Where ps_open() puts the buffer (MAP_FIXED), or NULL: anywhere. */
+static char *fixed_buf;
+
 static int ps_open(struct pside *s)
 {
 	int i;
@@ -86,8 +101,9 @@ static int ps_open(struct pside *s)
 		if (!s->qp[i])
 			return -1;
 	}
-	s->buf = mmap(NULL, PD_BUF, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	s->buf = mmap(fixed_buf, PD_BUF, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | (fixed_buf ? MAP_FIXED : 0),
+		      -1, 0);
 	if (s->buf == MAP_FAILED)
 		return -1;
 	s->mr = ibv_reg_mr(s->pd, s->buf, PD_BUF,
@@ -370,7 +386,9 @@ struct clone3_args {
  * A process with pid @pid (free: its owner was reaped) whose memory at
  * [@addr, @addr + PD_BUF) is the memfd @mfd, filled with 'Z' by the
  * parent; it tells @fd when ready and then waits to be killed. Return
- * its pid, or -errno if the kernel refused the pid.
+ * its pid, or -errno if the kernel refused the pid. The child is a raw
+ * clone of this process: it makes raw system calls only, since neither
+ * libc's nor a sanitizer runtime's state is consistent in it.
  */
 static pid_t impostor(pid_t pid, uint64_t addr, int mfd, int fd)
 {
@@ -387,101 +405,212 @@ static pid_t impostor(pid_t pid, uint64_t addr, int mfd, int fd)
 	if (r < 0)
 		return -errno;
 	if (r == 0) {
-		/* The child of a raw clone: async-signal-safe calls only. */
 		char b = 'I';
 
-		if (mmap((void *)(uintptr_t)addr, PD_BUF,
-			 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, mfd,
-			 0) == MAP_FAILED)
-			_exit(3);
-		if (write(fd, &b, 1) != 1)
-			_exit(4);
+		if (syscall(SYS_mmap, addr, PD_BUF, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_FIXED, mfd, 0) != (long)addr)
+			syscall(SYS_exit_group, 3);
+		if (syscall(SYS_write, fd, &b, 1) != 1)
+			syscall(SYS_exit_group, 4);
 		for (;;)
-			pause();
+			syscall(SYS_ppoll, NULL, 0, NULL, NULL, 0);
 	}
 	return (pid_t)r;
 }
 
-static void test_target_pid_reused(void **state)
-{
-	struct pinfo me, peer;
+/* One pid-reuse scenario: the target, then the newcomer with its pid. */
+static struct reuse {
+	char *resv;		/* PROT_NONE: where the target's buffer is */
+	pid_t target;
+	int fd;			/* to the target */
+	int mfd;		/* the newcomer's memory at resv */
+	char *seen;		/* the same memory, as we see it */
+	pid_t imp;		/* the newcomer; 0: not yet; < 0: -errno */
+	bool armed;		/* the fault hook makes the newcomer */
+	struct pinfo peer;
 	struct pside s;
-	char *seen, b = 0;
-	int fd, st, mfd, sv[2], i, bad = 0;
-	pid_t pid, imp;
+} R;
 
-	(void)state;
-	alarm(60);
+/* The target up and connected, a WRITE to it landed. */
+static void reuse_setup(struct reuse *r)
+{
+	struct pinfo me;
+	char b = 0;
+
+	memset(r, 0, sizeof(*r));
 	memset(early, 0, sizeof(early));
-	pid = xp_spawn(&fd, target_child, 30);
-	assert_int_equal(ps_open(&s), 0);
-	ps_info(&s, &me);
-	assert_int_equal(xio(fd, &peer, sizeof(peer), false), 0);
-	assert_int_equal(xio(fd, &me, sizeof(me), true), 0);
-	assert_int_equal(ps_connect(&s, &peer), 0);
-	assert_int_equal(xio(fd, &b, 1, false), 0);
+	/* Reserved here before the fork: nothing of ours ever lands on it,
+	 * so the newcomer (our clone) uses nothing there but the memfd. */
+	r->resv = mmap(NULL, PD_BUF, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(r->resv != MAP_FAILED);
+	fixed_buf = r->resv;
+	r->target = xp_spawn(&r->fd, target_child, 30);
+	fixed_buf = NULL;
+	assert_int_equal(ps_open(&r->s), 0);
+	ps_info(&r->s, &me);
+	assert_int_equal(xio(r->fd, &r->peer, sizeof(r->peer), false), 0);
+	assert_int_equal(xio(r->fd, &me, sizeof(me), true), 0);
+	assert_int_equal(ps_connect(&r->s, &r->peer), 0);
+	assert_int_equal(xio(r->fd, &b, 1, false), 0);
 	assert_int_equal(b, 'R');
+	assert_true(r->peer.addr == (uintptr_t)r->resv);
+
+	r->mfd = memfd_create("impostor", MFD_CLOEXEC);
+	assert_true(r->mfd >= 0);
+	assert_int_equal(ftruncate(r->mfd, PD_BUF), 0);
+	r->seen = mmap(NULL, PD_BUF, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       r->mfd, 0);
+	assert_true(r->seen != MAP_FAILED);
+	memset(r->seen, 'Z', PD_BUF);
+
 	/* The target is alive and cached as our peer: a WRITE lands. */
-	assert_int_equal(post_op(&s, Q_WRITE, IBV_WR_RDMA_WRITE, &peer, true),
+	assert_int_equal(post_op(&r->s, Q_WRITE, IBV_WR_RDMA_WRITE, &r->peer,
+				 true),
 			 0);
-	expect_status(s.cq, Q_WRITE, IBV_WC_SUCCESS, "RC WRITE", "alive");
+	expect_status(r->s.cq, Q_WRITE, IBV_WC_SUCCESS, "RC WRITE", "alive");
+	/* Our source buffer says 0, the newcomer's memory says 'Z'. */
+	memset(r->s.buf + 4096, 0, 8);
+}
 
-	assert_int_equal(kill(pid, SIGKILL), 0);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	close(fd);
+/* Kill and reap the target, give its pid to the newcomer (r->imp). */
+static void reuse_now(struct reuse *r)
+{
+	int st, sv[2];
+	char b = 0;
 
-	mfd = memfd_create("impostor", MFD_CLOEXEC);
-	assert_true(mfd >= 0);
-	assert_int_equal(ftruncate(mfd, PD_BUF), 0);
-	seen = mmap(NULL, PD_BUF, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	assert_true(seen != MAP_FAILED);
-	memset(seen, 'Z', PD_BUF);
+	assert_int_equal(kill(r->target, SIGKILL), 0);
+	assert_int_equal(waitpid(r->target, &st, 0), r->target);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	/* Start times count clock ticks: the newcomer starts a few later
 	 * (a pid coming round by itself takes far longer). */
 	usleep(100000);
-	imp = impostor(pid, peer.addr, mfd, sv[1]);
+	r->imp = impostor(r->target, r->peer.addr, r->mfd, sv[1]);
 	close(sv[1]);
-	if (imp < 0) {
+	if (r->imp < 0)
 		printf("peer death: pid reuse not tested: clone3 set_tid %d: "
-		       "%s (needs root)\n", (int)pid, strerror(-imp));
-		close(sv[0]);
-		goto out;
-	}
-	assert_int_equal(imp, pid);
-	assert_int_equal(xio(sv[0], &b, 1, false), 0);
-	assert_int_equal(b, 'I');
-	usleep(20000);
-
-	/* Our source buffer says 0, the newcomer's memory says 'Z'. */
-	memset(s.buf + 4096, 0, 8);
-	assert_int_equal(post_op(&s, Q_READ, IBV_WR_RDMA_READ, &peer, true), 0);
-	expect_status(s.cq, Q_READ, IBV_WC_RETRY_EXC_ERR, "RC READ",
-		      "pid reused");
-	assert_int_equal(post_op(&s, Q_WRITE, IBV_WR_RDMA_WRITE, &peer, true),
-			 0);
-	expect_status(s.cq, Q_WRITE, IBV_WC_RETRY_EXC_ERR, "RC WRITE",
-		      "pid reused");
-	for (i = 0; i < PD_BUF; i++)
-		bad += seen[i] != 'Z';
-	fu_expect(!bad, "%d bytes of the process that reused the dead "
-		  "target's pid were overwritten", bad);
-	fu_expect(memchr(s.buf + 4096, 'Z', 8) == NULL,
-		  "a READ returned the memory of the process that reused the "
-		  "dead target's pid");
-	printf("peer death: target's pid %d reused: %d of its bytes "
-	       "written, READ %s its memory\n", (int)pid, bad,
-	       memchr(s.buf + 4096, 'Z', 8) ? "returned" : "did not return");
-	kill(imp, SIGKILL);
-	assert_int_equal(waitpid(imp, &st, 0), imp);
+		       "%s (needs root)\n", (int)r->target, strerror(-r->imp));
+	else if (xio(sv[0], &b, 1, false) || b != 'I')
+		fu_report(__FILE__, __LINE__, "the newcomer did not start");
 	close(sv[0]);
-out:
-	munmap(seen, PD_BUF);
-	close(mfd);
-	ps_close(&s);
+}
+
+/* Nothing of the newcomer's memory changed, none of it came back to us;
+ * then everything is taken down. */
+static void reuse_check_teardown(struct reuse *r, const char *when)
+{
+	int st, i, bad = 0;
+
+	if (r->imp > 0) {
+		for (i = 0; i < PD_BUF; i++)
+			bad += r->seen[i] != 'Z';
+		fu_expect(!bad,
+			  "%d bytes of the process that reused the dead "
+			  "target's pid were overwritten (%s)",
+			  bad, when);
+		printf("peer death: target's pid %d reused (%s): %d of its "
+		       "bytes written, our READ buffer %s its memory\n",
+		       (int)r->target, when, bad,
+		       memchr(r->s.buf + 4096, 'Z', 8) ? "holds" :
+							  "does not hold");
+		kill(r->imp, SIGKILL);
+		assert_int_equal(waitpid(r->imp, &st, 0), r->imp);
+	}
+	close(r->fd);
+	munmap(r->seen, PD_BUF);
+	close(r->mfd);
+	ps_close(&r->s);
+	munmap(r->resv, PD_BUF);
+}
+
+static void test_target_pid_reused(void **state)
+{
+	(void)state;
+	alarm(60);
+	reuse_setup(&R);
+	reuse_now(&R);
+	if (R.imp > 0) {
+		usleep(20000);
+		assert_int_equal(post_op(&R.s, Q_READ, IBV_WR_RDMA_READ,
+					 &R.peer, true),
+				 0);
+		expect_status(R.s.cq, Q_READ, IBV_WC_RETRY_EXC_ERR, "RC READ",
+			      "pid reused");
+		fu_expect(memchr(R.s.buf + 4096, 'Z', 8) == NULL,
+			  "a READ returned the memory of the process that "
+			  "reused the dead target's pid");
+		assert_int_equal(post_op(&R.s, Q_WRITE, IBV_WR_RDMA_WRITE,
+					 &R.peer, true),
+				 0);
+		expect_status(R.s.cq, Q_WRITE, IBV_WC_RETRY_EXC_ERR,
+			      "RC WRITE", "pid reused");
+	}
+	reuse_check_teardown(&R, "before the WRs");
 	alarm(0);
 	fu_done();
 }
+
+#ifdef PEER_DEATH_FAULT
+/*
+ * Called by the fault-injection library at its PEER_COPY point: inside a
+ * copy, after the WR resolved its target and before the kernel is asked
+ * whether the target's owner exists. SRDMA_FAULT=PEER_COPY:<n> picks the
+ * n-th copy of this process; the copies so far are counted here.
+ */
+void srdma_test_fault_hook(const char *site);
+__attribute__((visibility("default"))) void
+srdma_test_fault_hook(const char *site)
+{
+	if (strcmp(site, "PEER_COPY") || !R.armed)
+		return;
+	R.armed = false;
+	reuse_now(&R);
+}
+
+/* Copies made by earlier tests of this process (the fault counter's). */
+static unsigned int copies_so_far;
+
+/* The pid reused while a @op (WRITE or READ) is between its resolve and
+ * its copy: it must fail as to a dead target and move no byte. */
+static void reuse_during(enum ibv_wr_opcode op, int q, const char *what)
+{
+	char spec[32];
+
+	alarm(60);
+	/* This test's copies: the WRITE of reuse_setup(), then @op's. */
+	snprintf(spec, sizeof(spec), "PEER_COPY:%u", copies_so_far + 2);
+	copies_so_far += 2;
+	assert_int_equal(setenv("SRDMA_FAULT", spec, 1), 0);
+	reuse_setup(&R);
+	R.armed = true;
+	assert_int_equal(post_op(&R.s, q, op, &R.peer, true), 0);
+	fu_expect(!R.armed, "the PEER_COPY fault point was never reached");
+	if (R.imp > 0) {
+		expect_status(R.s.cq, q, IBV_WC_RETRY_EXC_ERR, what,
+			      "pid reused during the copy");
+	} else {
+		uint64_t ms;
+
+		(void)wait_wc(R.s.cq, q, &ms);
+	}
+	reuse_check_teardown(&R, "during the copy");
+	unsetenv("SRDMA_FAULT");
+	alarm(0);
+	fu_done();
+}
+
+static void test_pid_reused_during_write(void **state)
+{
+	(void)state;
+	reuse_during(IBV_WR_RDMA_WRITE, Q_WRITE, "RC WRITE");
+}
+
+static void test_pid_reused_during_read(void **state)
+{
+	(void)state;
+	reuse_during(IBV_WR_RDMA_READ, Q_READ, "RC READ");
+}
+#endif
 
 /* ---- the initiator dies ----------------------------------------------------
  */
@@ -565,10 +694,16 @@ static void test_initiator_killed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+#ifdef PEER_DEATH_FAULT
+		/* Linked against the fault-injection library: only these. */
+		cmocka_unit_test(test_pid_reused_during_write),
+		cmocka_unit_test(test_pid_reused_during_read),
+#else
 		cmocka_unit_test(test_target_killed_zombie),
 		cmocka_unit_test(test_target_killed_reaped),
 		cmocka_unit_test(test_target_pid_reused),
 		cmocka_unit_test(test_initiator_killed),
+#endif
 	};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -182,6 +182,25 @@ uint64_t srdma_proc_start_time(pid_t pid);
  */
 bool srdma_proc_alive(pid_t pid, uint64_t start_time);
 
+struct srdma_peer;
+struct iovec;
+/**
+ * srdma_peer_vm_rw() - move bytes between our @liov and the peer's @riov
+ * (process_vm_writev when @to_peer, else process_vm_readv), never into or
+ * out of a process that is not the peer's owner: the kernel is asked
+ * through the owner's pidfd (or /proc) right before every write and right
+ * after every read, whose bytes are then disowned if the owner has gone.
+ * The remaining window (a write whose target dies, is reaped and has its
+ * pid handed out again between that check and the system call) is
+ * docs/design/lifetimes.md's "Pid reuse".
+ * Context: any thread; @p referenced; not for our own context (p->self).
+ * Return: bytes moved, -ESRCH if the owner is gone (marked dead), or the
+ * system call's -errno.
+ */
+ssize_t srdma_peer_vm_rw(struct srdma_peer *p, const struct iovec *liov,
+			 unsigned long nl, const struct iovec *riov,
+			 unsigned long nr, bool to_peer);
+
 /**
  * srdma_host_unlink_fifos() - remove the wake-up FIFOs (completion
  * channels, async fd) of the context @lid owned by @pid.

@@ -47,10 +47,12 @@
 #include <poll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "util/fault.h"
 #include "util/log.h"
 
 void srdma_fifo_path(const struct srdma_context *ctx, char *buf, size_t len,
@@ -136,6 +138,59 @@ static bool proc_exited(const struct srdma_peer *p)
 		return !srdma_proc_alive(p->pid, p->start);
 	/* A pidfd polls readable once its process has exited. */
 	return poll(&pfd, 1, 0) == 1;
+}
+
+/*
+ * Fault builds only: a test's hook, run where a copy has not yet asked the
+ * kernel whether the owner exists (tests/func/test_peer_death.c kills
+ * the owner there and gives its pid to another process).
+ */
+#ifdef SRDMA_FAULT_INJECTION
+#include <dlfcn.h>
+
+static void fault_hook(const char *site)
+{
+	void (*hook)(const char *) =
+		(void (*)(const char *))dlsym(RTLD_DEFAULT,
+					      "srdma_test_fault_hook");
+
+	if (hook)
+		hook(site);
+}
+#else
+#define fault_hook(site) ((void)(site))
+#endif
+
+ssize_t srdma_peer_vm_rw(struct srdma_peer *p, const struct iovec *liov,
+			 unsigned long nl, const struct iovec *riov,
+			 unsigned long nr, bool to_peer)
+{
+	ssize_t got;
+
+	if (SRDMA_FAULT(PEER_COPY))
+		fault_hook("PEER_COPY");
+	/* A write must not start once the owner is gone: the pid may then
+	 * name another process, which the copy would write into. */
+	if (to_peer) {
+		if (proc_exited(p))
+			goto gone;
+		got = process_vm_writev(p->pid, liov, nl, riov, nr, 0);
+		return got < 0 ? -errno : got;
+	}
+	/* A read is judged after the copy: if the owner still exists now,
+	 * it existed during the copy, so the pid named it throughout. */
+	got = process_vm_readv(p->pid, liov, nl, riov, nr, 0);
+	if (got < 0)
+		got = -errno;
+	if (proc_exited(p))
+		goto gone;
+	return got;
+
+gone:
+	srdma_dbg("peer lid %u (pid %d) has exited: no copy %s it",
+		  p->lid, (int)p->pid, to_peer ? "into" : "out of");
+	atomic_store_explicit(&p->dead, true, memory_order_relaxed);
+	return -ESRCH;
 }
 
 bool srdma_peer_gone(struct srdma_context *ctx, struct srdma_peer *p)
