@@ -63,6 +63,9 @@ struct srdma_peer {
 	_Atomic bool dead;		/* set once its owner is known gone */
 	_Atomic uint64_t next_check_ns;	/* rate of srdma_peer_gone()'s
 					 * kernel check */
+	int *life;			/* immutable: the lock word of the
+					 * owner's life marker, or NULL */
+	uint32_t life_tid;		/* immutable: its holder's tid */
 	struct srdma_key_view kv;	/* its key table */
 	pthread_mutex_t fd_lock;	/* wake-up FIFOs opened so far */
 	int async_fd;			/* fd_lock; -1 until opened */
@@ -98,8 +101,9 @@ void srdma_peer_put(struct srdma_context *ctx, struct srdma_peer *p);
 bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p);
 /**
  * srdma_peer_gone() - true if the peer's owner is gone: registry entry
- * released or reused, or (asked of the kernel through its pidfd at most
- * once a millisecond per peer) the process has exited, zombie included.
+ * released or reused, or the process has exited (zombie included) or
+ * exec'd, as its life marker says (one load), or for an owner without one
+ * its pidfd (asked at most once a millisecond per peer).
  * Marks the peer dead, so srdma_peer_alive() answers false from then on.
  * Context: any thread, lock-free. Called for every WR before its target
  * is addressed by pid (a reaped owner's pid may be reused) and where a WR

@@ -34,10 +34,11 @@
  * that is not connected back to us, is RETRY_EXC_ERR (RC, once the
  * transport retry budget has run out) or a silent drop (UC, UD). Every WR
  * asks whether its target process still exists (srdma_peer_gone: shared
- * memory, plus a pidfd poll at most once a millisecond per peer): the
- * copies address the target by pid, which a reaped owner may have passed
- * on, and a dead responder sends no RNR NAK, so rnr_retry = 7 must not
- * keep a WR waiting for it.
+ * memory, including the owner's life marker, which the kernel marks when
+ * it exits): a dead responder sends no RNR NAK, so rnr_retry = 7 must not
+ * keep a WR waiting for it. The copies address the target by pid, which a
+ * reaped owner may have passed on: each asks again right before its
+ * system call (srdma_peer_vm_rw).
  * Any error moves our QP to ERR and flushes everything behind it. A
  * WR posted behind deferred ones waits behind them whatever its
  * transport, so the send queue keeps its order.
@@ -191,12 +192,13 @@ static bool resolve(struct srdma_qp *qp, uint32_t lid, uint32_t qpn,
 		return false;
 	/*
 	 * qp->peer's reference covers every use of the peer by this WR.
-	 * The copies address the target by pid: a SIGKILLed owner leaves
-	 * its registry entry LIVE, and once it is reaped its pid may name
-	 * another process of ours, whose memory the next WR would read or
-	 * write. So every WR asks whether the owner still exists
-	 * (srdma_peer_gone: the kernel is asked at most once a millisecond
-	 * per peer, far below the time a pid takes to come round again).
+	 * A SIGKILLed owner leaves its registry entry LIVE: every WR asks
+	 * whether the owner still exists (srdma_peer_gone: its life marker,
+	 * one load), so a dead peer's WR ends as the transport says and a
+	 * new owner of the LID is mapped. That is not what keeps a reaped
+	 * owner's pid, which may name another process, from being written:
+	 * each copy asks again right before its system call
+	 * (srdma_peer_vm_rw), since the owner may die after this point.
 	 */
 	p = qp->peer;
 	if (!p || p->lid != lid || srdma_peer_gone(qp->ctx, p)) {

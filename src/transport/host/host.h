@@ -45,6 +45,8 @@ struct srdma_host_ctx {
 					 * -1 without one */
 	uint32_t ns_net, ns_pid;	/* immutable: srdma_ns_self() at attach */
 	uint32_t reach;			/* immutable: SRDMA_REACH_* at attach */
+	bool life_held;			/* immutable: our life thread holds
+					 * the segment's life marker */
 };
 
 /* ---- locality (locality.c): may two contexts use the host transport? */
@@ -182,14 +184,30 @@ uint64_t srdma_proc_start_time(pid_t pid);
  */
 bool srdma_proc_alive(pid_t pid, uint64_t start_time);
 
+/**
+ * srdma_life_hold() - make @m (in our segment) a robust process-shared
+ * mutex and have this process's life thread lock it, so that the kernel
+ * marks it FUTEX_OWNER_DIED when this process exits or execs (life.c).
+ * Context: srdma_host_attach(); starts the life thread on first use.
+ * Return: 0, or -errno (no marker: initiators then ask the kernel).
+ */
+int srdma_life_hold(pthread_mutex_t *m);
+/**
+ * srdma_life_release() - the life thread unlocks @m, taking it off its
+ * robust list; only then may @m's memory be unmapped.
+ * Return: 0, or -errno: @m must then stay mapped.
+ */
+int srdma_life_release(pthread_mutex_t *m);
+
 struct srdma_peer;
 struct iovec;
 /**
  * srdma_peer_vm_rw() - move bytes between our @liov and the peer's @riov
  * (process_vm_writev when @to_peer, else process_vm_readv), never into or
- * out of a process that is not the peer's owner: the kernel is asked
- * through the owner's pidfd (or /proc) right before every write and right
- * after every read, whose bytes are then disowned if the owner has gone.
+ * out of a process that is not the peer's owner: the kernel's word (the
+ * owner's life marker, one load; without one its pidfd or /proc) is asked
+ * right before every write and right after every read, whose bytes are
+ * then disowned if the owner has gone.
  * The remaining window (a write whose target dies, is reaped and has its
  * pid handed out again between that check and the system call) is
  * docs/design/lifetimes.md's "Pid reuse".

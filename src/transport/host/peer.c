@@ -18,12 +18,20 @@
  * Liveness has two levels. srdma_peer_alive() only reads shared memory
  * (the registry entry, the segment). srdma_peer_gone(), which every WR
  * calls (engine/requester.c resolve(), and the RNR path), adds the kernel's
- * word through a pidfd (or /proc where pidfd_open fails), asked at most
- * once per SRDMA_PEER_CHECK_NS per peer, so a WR costs one clock read: a
- * SIGKILLed owner leaves its registry entry LIVE until someone reaps it,
- * and its pid may then name another process, whose memory the next copy
- * would touch; without the kernel's word a WR with rnr_retry = 7 would
- * also wait for a dead owner forever.
+ * word: a SIGKILLed owner leaves its registry entry LIVE until someone
+ * reaps it, and without the kernel's word a WR with rnr_retry = 7 would
+ * wait for a dead owner forever. The kernel's word is the owner's life
+ * marker (life.c), a robust mutex in its segment that the kernel marks
+ * when the owner exits or execs: one load. Owners without one (an older
+ * build) are asked through a pidfd (or /proc where pidfd_open fails), at
+ * most once per SRDMA_PEER_CHECK_NS per peer in srdma_peer_gone().
+ *
+ * The copies themselves (srdma_peer_vm_rw) address the owner by pid,
+ * which a reaped owner hands on: every write asks the kernel's word right
+ * before its system call, every read right after it (bytes read from a
+ * gone owner are disowned). The marker makes that free; without one it is
+ * a pidfd poll per copy. What remains is docs/design/lifetimes.md's "Pid
+ * reuse".
  *
  * Wake-ups go through the peer's FIFOs (completion channels, async fd),
  * opened O_RDWR | O_NONBLOCK: holding a read end ourselves means a write
@@ -42,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <poll.h>
@@ -129,11 +138,27 @@ bool srdma_peer_alive(struct srdma_context *ctx, struct srdma_peer *p)
 	       e->start_time == p->start;
 }
 
+/*
+ * The owner's life marker no longer says it exists (life.c): the holder's
+ * tid gave way to FUTEX_OWNER_DIED (exit, exec) or to 0 (closed). The
+ * kernel marks it before the process can be reaped, so while it reads
+ * unchanged the pid names the owner. One load; acquire, so that what we
+ * do next is not done before it.
+ */
+static bool life_lost(const struct srdma_peer *p)
+{
+	uint32_t w = (uint32_t)__atomic_load_n(p->life, __ATOMIC_ACQUIRE);
+
+	return (w & ~(uint32_t)FUTEX_WAITERS) != p->life_tid;
+}
+
 /* The owner has exited (a zombie counts: it will never answer). */
 static bool proc_exited(const struct srdma_peer *p)
 {
 	struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
 
+	if (p->life)
+		return life_lost(p);
 	if (p->pidfd < 0)
 		return !srdma_proc_alive(p->pid, p->start);
 	/* A pidfd polls readable once its process has exited. */
@@ -201,6 +226,12 @@ bool srdma_peer_gone(struct srdma_context *ctx, struct srdma_peer *p)
 		return false;
 	if (!srdma_peer_alive(ctx, p))
 		return true;
+	/* With a marker the kernel's word is one load: no rate needed. */
+	if (p->life) {
+		if (!life_lost(p))
+			return false;
+		goto gone;
+	}
 	now = srdma_now_ns();
 	next = atomic_load_explicit(&p->next_check_ns, memory_order_relaxed);
 	/* One caller per period asks the kernel; relaxed: only a rate. */
@@ -212,6 +243,7 @@ bool srdma_peer_gone(struct srdma_context *ctx, struct srdma_peer *p)
 		return false;
 	if (!proc_exited(p))
 		return false;
+gone:
 	srdma_dbg("peer lid %u (pid %d) has exited", p->lid, (int)p->pid);
 	atomic_store_explicit(&p->dead, true, memory_order_relaxed);
 	return true;
@@ -233,7 +265,9 @@ static struct srdma_peer *peer_map(struct srdma_context *ctx, uint32_t lid)
 	struct srdma_reg_entry *e = &ctx->host.reg.ent[lid - 1];
 	struct srdma_peer_seg ps;
 	struct srdma_peer *p;
+	uint32_t life_tid;
 	char name[48];
+	int *life;
 	int pidfd;
 	pid_t pid;
 	uint64_t start;
@@ -265,6 +299,23 @@ static struct srdma_peer *peer_map(struct srdma_context *ctx, uint32_t lid)
 		goto fail;
 	if (ps.seg->owner_pid != pid || ps.seg->lid != lid)
 		goto fail_unmap;
+	life = NULL;
+	life_tid = 0;
+	if (ps.seg->life_off == SRDMA_SEG_LIFE_OFF) {
+		/* Checked after the start time: the holder is a thread of
+		 * the owner, or the marker already says it is gone. */
+		pthread_mutex_t *m = (pthread_mutex_t *)(void *)
+			((char *)ps.seg + SRDMA_SEG_LIFE_OFF);
+
+		life = &m->__data.__lock;
+		life_tid = (uint32_t)__atomic_load_n(life, __ATOMIC_ACQUIRE) &
+			   ~(uint32_t)FUTEX_WAITERS;
+		if (!life_tid || (life_tid & FUTEX_OWNER_DIED)) {
+			srdma_dbg("peer lid %u (pid %d): its life marker says "
+				  "it is gone", lid, (int)pid);
+			goto fail_unmap;
+		}
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		goto fail_unmap;
@@ -273,6 +324,8 @@ static struct srdma_peer *peer_map(struct srdma_context *ctx, uint32_t lid)
 	p->pid = pid;
 	p->start = start;
 	p->pidfd = pidfd;
+	p->life = life;
+	p->life_tid = life_tid;
 	p->lid = lid;
 	p->reg_index = (int)lid - 1;
 	peer_init_common(p);

@@ -113,6 +113,11 @@ static void publish_entry(struct srdma_host_ctx *h, uint32_t state)
 	srdma_registry_unlock(&h->reg);
 }
 
+static pthread_mutex_t *seg_life(struct srdma_seg_hdr *seg)
+{
+	return (pthread_mutex_t *)(void *)((char *)seg + SRDMA_SEG_LIFE_OFF);
+}
+
 int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name)
 {
 	size_t size = SRDMA_SEG_SIZE;
@@ -201,6 +206,10 @@ int srdma_host_attach(struct srdma_host_ctx *h, const char *dev_name)
 		goto err_unmap;
 	h->seg->acc_count = SRDMA_SEG_ACCESS_RECORDS;
 	h->seg->acc_entry_size = sizeof(struct srdma_shm_access);
+	/* Without a marker our initiators ask the kernel instead. */
+	h->life_held = !srdma_life_hold(seg_life(h->seg));
+	if (h->life_held)
+		h->seg->life_off = SRDMA_SEG_LIFE_OFF;
 	/* The key scramble parameters are set by the key table before the
 	 * context is published; magic goes last. */
 	return 0;
@@ -250,7 +259,11 @@ void srdma_host_detach(struct srdma_host_ctx *h)
 	    !fstat(h->seg_fd, &b) && a.st_dev == b.st_dev &&
 	    a.st_ino == b.st_ino)
 		unlinkat(h->dirfd, h->seg_name, 0);
-	if (srdma_shm_guard_del(h->seg))
+	/* The marker leaves the life thread's robust list before its memory
+	 * goes (if it cannot, the mapping stays: the list points into it). */
+	if ((!h->life_held || h->pid != getpid() ||
+	     !srdma_life_release(seg_life(h->seg))) &&
+	    srdma_shm_guard_del(h->seg))
 		munmap(h->seg, h->seg_size);
 	close(h->seg_fd);
 	h->seg = NULL;

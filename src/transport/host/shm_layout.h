@@ -211,7 +211,11 @@ struct srdma_seg_hdr {
 	 * srdma_shm_rt, after the arena); immutable after publish */
 	uint64_t rt_off;
 	uint64_t rt_size;
-	uint64_t reserved[3];
+	/* The owner's life marker (life.c): SRDMA_SEG_LIFE_OFF, or 0 when
+	 * it holds none (an older owner: ask the kernel instead). Written
+	 * before publish; checked once at map, like the offsets above. */
+	uint64_t life_off;
+	uint64_t reserved[2];
 };
 static_assert(sizeof(struct srdma_seg_hdr) == 256, "segment header is ABI");
 static_assert(offsetof(struct srdma_seg_hdr, key_secret) == 80 &&
@@ -530,6 +534,9 @@ static_assert(offsetof(struct srdma_shm_rt, pd) == 1024 &&
 #define SRDMA_SEG_KEY_OFF                                                      \
 	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_ACC_OFF + SRDMA_SEG_ACCESS_RECORDS *      \
 					       sizeof(struct srdma_shm_access))
+/* The life marker (a robust pthread_mutex_t) in the padding before the
+ * key table; an owner that holds none leaves life_off 0. */
+#define SRDMA_SEG_LIFE_OFF (SRDMA_SEG_KEY_OFF - 64)
 #define SRDMA_SEG_CQ_OFF                                                       \
 	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_KEY_OFF + (uint64_t)SRDMA_SEG_KEY_SLOTS * \
 					       sizeof(struct srdma_shm_key))
@@ -548,6 +555,13 @@ static_assert(offsetof(struct srdma_shm_rt, pd) == 1024 &&
 	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_ARENA_OFF + SRDMA_SEG_ARENA_SIZE)
 #define SRDMA_SEG_SIZE                                                         \
 	SRDMA_SEG_ALIGN_UP(SRDMA_SEG_RT_OFF + sizeof(struct srdma_shm_rt))
+
+static_assert(SRDMA_SEG_LIFE_OFF >= SRDMA_SEG_ACC_OFF +
+			  SRDMA_SEG_ACCESS_RECORDS *
+				  sizeof(struct srdma_shm_access) &&
+		      SRDMA_SEG_LIFE_OFF + sizeof(pthread_mutex_t) <=
+			      SRDMA_SEG_KEY_OFF,
+	      "the life marker fits in the padding before the key table");
 
 /* Registry: the file is exactly this long, entry 0 right after the header. */
 #define SRDMA_REG_SIZE                                                         \
