@@ -88,6 +88,10 @@ int srdma_import_ctx_open(struct srdma_device *dev, int cmd_fd,
 	ctx->next_pd_handle = IMPORT_LOCAL_PD_BASE;
 	pthread_mutex_unlock(&ctx->lock);
 	ctx->import = imp;
+	/* For responders: keys of this context's QPs may be the source's
+	 * (no QP exists yet, so nobody reads these before they are set). */
+	ctx->host.seg->import_pid = imp->pid;
+	ctx->host.seg->import_lid = imp->lid;
 	/* The fd is ours now (ibv_import_device(3)): it becomes the new
 	 * context's cmd_fd, so it can be passed on and imported again. */
 	close(ctx->vctx.context.cmd_fd);

@@ -10,7 +10,9 @@
  * handle), creates a QP on the imported PD and moves bytes with the
  * owner's lkey: an RDMA WRITE from the owner's memory into a third
  * context's MR, an RDMA READ into the owner's memory (the owner checks
- * it). Error paths: a bad fd, a non-context fd, bad handles, another PD's
+ * it); a third context's WRITE with the owner's rkey and SEND into a
+ * receive buffer of the owner's MR, both through the importer's QP.
+ * Error paths: a bad fd, a non-context fd, bad handles, another PD's
  * MR, handles of a destroyed PD and MR, unimport twice, the importer's
  * dereg (a destroy, ibv_import_mr(3)), and the owner's death: imports
  * then fail with EINVAL and WRs through the owner's keys complete with
@@ -303,6 +305,36 @@ static void test_import_xproc(void **state)
 	assert_int_equal(xsend_byte(sock, 'V'), 0);
 	assert_int_equal(xsend_byte(sock, 'c'), 0);
 	fu_expect(xrecv_byte(sock) == 'y', "the owner's memory after READ");
+	/* A peer's WRITE to our QP with the owner's rkey lands in the
+	 * owner's memory. */
+	memset(t.buf, 'w', LEN);
+	expect_wr(t.qp, t.cq, IBV_WR_RDMA_WRITE, (uintptr_t)t.buf,
+		  t.mr->lkey, oi.addr, oi.rkey, IBV_WC_SUCCESS,
+		  "peer's WRITE with the owner's rkey");
+	assert_int_equal(xsend_byte(sock, 'V'), 0);
+	assert_int_equal(xsend_byte(sock, 'w'), 0);
+	fu_expect(xrecv_byte(sock) == 'y', "the owner's memory after WRITE");
+	/* A SEND into a receive buffer of the owner's MR. */
+	{
+		struct ibv_sge rs = { oi.addr, LEN, oi.lkey };
+		struct ibv_recv_wr rw = { .wr_id = 9, .sg_list = &rs,
+					  .num_sge = 1 }, *bad = NULL;
+		struct ibv_wc wc;
+
+		assert_int_equal(ibv_post_recv(qp, &rw, &bad), 0);
+		memset(t.buf, 's', LEN);
+		expect_wr(t.qp, t.cq, IBV_WR_SEND, (uintptr_t)t.buf,
+			  t.mr->lkey, 0, 0, IBV_WC_SUCCESS,
+			  "peer's SEND into the owner's MR");
+		fu_expect(dp_poll(cq, &wc, 10000) && wc.status == IBV_WC_SUCCESS &&
+				  wc.wr_id == 9 && wc.byte_len == LEN,
+			  "receive into the owner's MR: %s",
+			  ibv_wc_status_str(wc.status));
+		assert_int_equal(xsend_byte(sock, 'V'), 0);
+		assert_int_equal(xsend_byte(sock, 's'), 0);
+		fu_expect(xrecv_byte(sock) == 'y',
+			  "the owner's memory after SEND");
+	}
 	/* The local PD of the imported context is another PD. */
 	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, (uintptr_t)local, 0x12345678,
 		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,

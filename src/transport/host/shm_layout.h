@@ -211,7 +211,15 @@ struct srdma_seg_hdr {
 	 * srdma_shm_rt, after the arena); immutable after publish */
 	uint64_t rt_off;
 	uint64_t rt_size;
-	uint64_t reserved[3];
+	/* The context this one imports (ibv_import_device of another
+	 * process's context, core/import.c): its LID and owner pid, 0 if
+	 * none. Set by the importer before any QP of it exists, then
+	 * immutable; responders turn to that context's key table for a key
+	 * this one does not know (engine/responder.c, rmem_acquire). Older
+	 * writers leave it 0. */
+	uint32_t import_lid;
+	int32_t import_pid;
+	uint64_t reserved[2];
 };
 static_assert(sizeof(struct srdma_seg_hdr) == 256, "segment header is ABI");
 static_assert(offsetof(struct srdma_seg_hdr, key_secret) == 80 &&
