@@ -259,6 +259,13 @@ static void test_import_xproc(void **state)
 		  "imported MR: lkey %#x rkey %#x addr %p len %zu handle %u",
 		  imr->lkey, imr->rkey, imr->addr, imr->length, imr->handle);
 
+	errno = 0;
+	fu_expect(ibv_rereg_mr(imr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       IBV_ACCESS_LOCAL_WRITE) ==
+				  IBV_REREG_MR_ERR_INPUT &&
+			  errno == EINVAL,
+		  "rereg of an imported MR: %s", fu_errname(errno));
+
 	/* Import twice, unimport twice: each import is an object. */
 	ipd2 = ibv_import_pd(ictx, oi.pd);
 	fu_expect(ipd2 && ipd2 != ipd, "second import_pd: %s",
