@@ -28,6 +28,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/import.h"
 #include "transport/host/mcast.h"
 #include "transport/net/net.h"
 #include "util/fault.h"
@@ -219,6 +220,7 @@ int srdma_context_close(struct srdma_context *ctx)
 	if (atomic_load(&ctx->net))
 		srdma_net_ctx_close(ctx);
 	srdma_handle_del(ctx, SRDMA_OBJ_CTX);
+	srdma_import_ctx_fini(ctx);	/* its source's peer reference */
 	srdma_peer_fini(ctx);
 	srdma_mcast_ctx_fini(ctx);
 	unlinkat(ctx->host.dirfd, ctx->async_path, 0);

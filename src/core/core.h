@@ -52,6 +52,7 @@ enum srdma_obj_type {
 	SRDMA_OBJ_WQ,		/* raw packet (core/raw.h) */
 	SRDMA_OBJ_RWQ_TBL,
 	SRDMA_OBJ_FLOW,
+	SRDMA_OBJ_IMR,		/* an MR imported from another process */
 };
 
 /**
@@ -125,6 +126,7 @@ struct srdma_pd;
 struct srdma_mr;
 struct srdma_dm;
 struct srdma_net_ctx;
+struct srdma_import;
 
 struct srdma_context {
 	struct verbs_context vctx;	/* handed out as &vctx.context */
@@ -195,6 +197,10 @@ struct srdma_context {
 	/* device memory (dm.c) */
 	_Atomic uint64_t dm_used;	/* atomic: bytes of live DMs */
 	_Atomic uint32_t n_dm;		/* atomic: live DMs */
+	/* import (core/import.h) */
+	struct srdma_import *import;	/* immutable once handed out: the
+					 * other process's context this one
+					 * imports, or NULL */
 };
 
 static inline struct srdma_context *to_sctx(struct ibv_context *ctx)
@@ -275,6 +281,8 @@ struct srdma_pd {
 	void *pd_context;
 	void **custom;			/* ctx->lock: live buffers alloc gave */
 	uint32_t n_custom, cap_custom;	/* ctx->lock */
+	bool imported;			/* immutable: ibv_import_pd of another
+					 * process's PD (core/import.c) */
 };
 
 /* A thread domain: a hint only (docs/design/parent-domain.md). */

@@ -122,7 +122,9 @@ int srdma_pd_dealloc(struct srdma_pd *pd)
 		return -EBUSY;
 	}
 	srdma_handle_del(pd, SRDMA_OBJ_PD);
-	srdma_rt_pd_del(ctx, pd->ibpd.handle);
+	/* An imported PD is the owner's: only this handle goes. */
+	if (!pd->imported)
+		srdma_rt_pd_del(ctx, pd->ibpd.handle);
 	ctx->n_pd--;
 	pthread_mutex_unlock(&ctx->lock);
 	free(pd);

@@ -53,6 +53,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/import.h"
 #include "core/qp_state.h"
 #include "core/raw.h"
 #include "transport/net/rawwire.h"
@@ -106,6 +107,8 @@ struct local_bufs {
 	uint32_t n;			/* iovs (zero-length SGEs skipped) */
 	uint32_t nref;
 	uint64_t len;
+	struct srdma_import_io *imp;	/* SGEs of MRs imported from another
+					 * process (core/import.c), or NULL */
 };
 
 static void local_release(struct local_bufs *lb)
@@ -115,6 +118,17 @@ static void local_release(struct local_bufs *lb)
 	for (i = 0; i < lb->nref; i++)
 		srdma_key_release(&lb->ref[i]);
 	lb->nref = 0;
+	if (unlikely(lb->imp)) {
+		srdma_import_release(lb->imp);
+		lb->imp = NULL;
+	}
+}
+
+/* A scatter into imported MRs went through a bounce buffer: write it
+ * back to their owner. Return: 0 or -EFAULT. */
+static int local_commit(struct local_bufs *lb)
+{
+	return unlikely(lb->imp) ? srdma_import_commit(lb->imp) : 0;
 }
 
 /* Check our SGEs (gather: access 0; scatter: LOCAL_WRITE). */
@@ -127,8 +141,10 @@ static int local_acquire(struct srdma_qp *qp, const struct srdma_swqe *w,
 	srdma_kt_view(&qp->ctx->kt, &v);
 	lb->n = lb->nref = 0;
 	lb->len = 0;
+	lb->imp = NULL;
 	for (i = 0; i < w->num_sge; i++) {
 		const struct ibv_sge *s = &w->sge[i];
+		void *imported;
 		int r;
 
 		if (!s->length)
@@ -140,6 +156,17 @@ static int local_acquire(struct srdma_qp *qp, const struct srdma_swqe *w,
 					      qp->pd->ibpd.handle, access,
 					      s->addr, s->length, NULL, 0, 0,
 					      0, &lb->ref[lb->nref]);
+			/* Not ours: an MR of the context we import? */
+			if (r == SRDMA_KCHK_NOKEY && unlikely(qp->ctx->import)) {
+				r = srdma_import_acquire(
+					qp->ctx, &lb->imp, sge_total(w),
+					w->num_sge, qp->pd->ibpd.handle, s,
+					access, &imported);
+				if (!r) {
+					lb->iov[lb->n].iov_base = imported;
+					goto next;
+				}
+			}
 			if (r) {
 				srdma_dbg("QP %#x wr_id %#llx: lkey %#x [%#llx+%u] %s",
 					  qp->ib.qp.qp_num,
@@ -153,6 +180,7 @@ static int local_acquire(struct srdma_qp *qp, const struct srdma_swqe *w,
 				(void *)(uintptr_t)lb->ref[lb->nref].host_addr;
 			lb->nref++;
 		}
+next:
 		lb->iov[lb->n].iov_len = s->length;
 		lb->len += s->length;
 		lb->n++;
@@ -509,6 +537,8 @@ static int exec_read(struct srdma_qp *qp, struct srdma_swqe *w,
 		if (r)
 			copy_failed(qp, o, r, lb.iov, lb.n, true,
 				    IBV_WC_REM_ACCESS_ERR);
+		else if (local_commit(&lb))
+			o->req_status = IBV_WC_LOC_PROT_ERR;
 	}
 out:
 	local_release(&lb);
@@ -572,7 +602,7 @@ static int exec_atomic(struct srdma_qp *qp, struct srdma_swqe *w,
 		goto out;
 	}
 	/* The original value into our buffer (it may be unmapped). */
-	if (own_write(&old, lb.iov, lb.n))
+	if (own_write(&old, lb.iov, lb.n) || local_commit(&lb))
 		o->req_status = IBV_WC_LOC_PROT_ERR;
 out:
 	local_release(&lb);

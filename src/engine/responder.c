@@ -41,6 +41,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/import.h"
 #include "core/qp_state.h"
 #include "engine/responder.h"
 #include "engine/tm.h"
@@ -130,19 +131,81 @@ static int xcopy_span(struct srdma_peer *p, const struct iovec *src,
 	return 0;
 }
 
+/*
+ * The context that the target's context imports (ibv_import_device of
+ * another process's context, core/import.c), or NULL. Our own context's
+ * source comes without a lock or a new reference (the net responder, and
+ * WRs between our own QPs); another process's is looked up, with a
+ * reference for the caller (*@ref). Its owner pid, from the target's
+ * segment, must be that LID's owner.
+ */
+static struct srdma_peer *import_source(struct srdma_target *t, bool *ref)
+{
+	struct srdma_seg_hdr *seg = t->p->seg;
+	uint32_t lid = seg->import_lid;
+	int32_t pid = seg->import_pid;
+	struct srdma_peer *s;
+
+	*ref = false;
+	if (likely(!lid))
+		return NULL;
+	if (t->p->self) {
+		s = t->ctx->import ? t->ctx->import->peer : NULL;
+		return s && !srdma_peer_gone(t->ctx, s) ? s : NULL;
+	}
+	*ref = true;
+	s = srdma_peer_get(t->ctx, lid);
+	if (s && (s->pid != pid || srdma_peer_gone(t->ctx, s))) {
+		srdma_peer_put(t->ctx, s);
+		s = NULL;
+	}
+	return s;
+}
+
+static int rmem_acquire_at(struct srdma_target *t, struct srdma_peer *p,
+			   uint32_t key, unsigned int kinds, uint32_t pd,
+			   uint32_t access, uint64_t addr, uint64_t len,
+			   struct srdma_rmem *m);
+
 /* Check @key in the target's table and mark the access in flight (under
- * one of our access records when the table is another process's). */
+ * one of our access records when the table is another process's). A key
+ * the target's context does not know may be one of the context it
+ * imports, whose memory it then is (m->src). */
 static int rmem_acquire(struct srdma_target *t, uint32_t key,
 			unsigned int kinds, uint32_t pd, uint32_t access,
 			uint64_t addr, uint64_t len, struct srdma_rmem *m)
 {
+	struct srdma_peer *s;
+	bool ref;
+	int r;
+
+	r = rmem_acquire_at(t, t->p, key, kinds, pd, access, addr, len, m);
+	if (likely(r != SRDMA_KCHK_NOKEY))
+		return r;
+	s = import_source(t, &ref);
+	if (!s)
+		return r;
+	r = rmem_acquire_at(t, s, key, kinds, pd, access, addr, len, m);
+	if (r && ref)
+		srdma_peer_put(t->ctx, s);
+	else if (!r)
+		m->src_ref = ref;
+	return r;
+}
+
+static int rmem_acquire_at(struct srdma_target *t, struct srdma_peer *p,
+			   uint32_t key, unsigned int kinds, uint32_t pd,
+			   uint32_t access, uint64_t addr, uint64_t len,
+			   struct srdma_rmem *m)
+{
 	struct srdma_context *ctx = t->ctx;
-	struct srdma_peer *p = t->p;
 	struct srdma_shm_access *rec = NULL;
 	uint64_t tag = 0;
 	int r;
 
 	m->rec = -1;
+	m->src = p;
+	m->src_ref = false;
 	if (!p->self) {
 		while ((m->rec = srdma_host_acc_reserve(&ctx->host)) < 0)
 			sched_yield();
@@ -164,6 +227,9 @@ void srdma_resp_rkey_put(struct srdma_target *t, struct srdma_rmem *m)
 	if (m->rec >= 0)
 		srdma_host_acc_release(&t->ctx->host, m->rec);
 	m->rec = -1;
+	if (unlikely(m->src_ref))	/* the import source's reference */
+		srdma_peer_put(t->ctx, m->src);
+	m->src_ref = false;
 }
 
 /* ---- the target QP ------------------------------------------------------- */
@@ -540,7 +606,7 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 				  srdma_key_fail_str(r));
 			return -EACCES;
 		}
-		r = xcopy_span(t->p, src, n, soff + done, want,
+		r = xcopy_span(m.src, src, n, soff + done, want,
 			       m.ref.host_addr, true);
 		srdma_resp_rkey_put(t, &m);
 		if (r)
@@ -578,10 +644,11 @@ int srdma_resp_copy(struct srdma_target *t, const struct srdma_rmem *m,
 		    uint64_t off, const struct iovec *iov, uint32_t n,
 		    uint64_t len, bool to_target)
 {
+	(void)t;
 	if (n <= CHUNK_IOV)
-		return xcopy(t->p, iov, n, m->ref.host_addr + off, len,
+		return xcopy(m->src, iov, n, m->ref.host_addr + off, len,
 			     to_target);
-	return xcopy_span(t->p, iov, n, 0, len, m->ref.host_addr + off,
+	return xcopy_span(m->src, iov, n, 0, len, m->ref.host_addr + off,
 			  to_target);
 }
 
@@ -594,12 +661,12 @@ int srdma_resp_atomic(struct srdma_target *t, const struct srdma_rmem *m,
 	uint64_t old, nv;
 	int r;
 
-	lk = srdma_host_atomic_lock(t->ctx, t->p->pid, m->ref.host_addr);
+	lk = srdma_host_atomic_lock(t->ctx, m->src->pid, m->ref.host_addr);
 	if (!lk)
 		return -EIO;
 	self.iov_base = &old;
 	self.iov_len = 8;
-	r = xcopy(t->p, &self, 1, m->ref.host_addr, 8, false);
+	r = xcopy(m->src, &self, 1, m->ref.host_addr, 8, false);
 	if (!r) {
 		if (cmp_swap)
 			nv = old == cmp_add ? swap : old;
@@ -607,7 +674,7 @@ int srdma_resp_atomic(struct srdma_target *t, const struct srdma_rmem *m,
 			nv = old + cmp_add;
 		self.iov_base = &nv;
 		if (nv != old || !cmp_swap)
-			r = xcopy(t->p, &self, 1, m->ref.host_addr, 8, true);
+			r = xcopy(m->src, &self, 1, m->ref.host_addr, 8, true);
 	}
 	srdma_shm_unlock(lk);
 	if (!r)
@@ -622,10 +689,10 @@ int srdma_resp_atomic_write(struct srdma_target *t, const struct srdma_rmem *m,
 	pthread_mutex_t *lk;
 	int r;
 
-	lk = srdma_host_atomic_lock(t->ctx, t->p->pid, m->ref.host_addr);
+	lk = srdma_host_atomic_lock(t->ctx, m->src->pid, m->ref.host_addr);
 	if (!lk)
 		return -EIO;
-	r = xcopy(t->p, &self, 1, m->ref.host_addr, 8, true);
+	r = xcopy(m->src, &self, 1, m->ref.host_addr, 8, true);
 	srdma_shm_unlock(lk);
 	return r;
 }

@@ -185,6 +185,10 @@ int srdma_resp_scatter(struct srdma_target *t, const struct srdma_rwqe *w,
 struct srdma_rmem {
 	struct srdma_key_ref ref;
 	int rec;			/* access record, or -1 */
+	struct srdma_peer *src;		/* whose memory it is: the target's
+					 * owner, or the context it imports
+					 * (then with a reference) */
+	bool src_ref;			/* that reference is held */
 };
 
 /**

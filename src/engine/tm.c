@@ -335,6 +335,10 @@ void srdma_tm_rndv_host(struct srdma_context *ctx, uint32_t qpn,
 		   srdma_resp_rkey(&me, w->tm.rkey, IBV_ACCESS_REMOTE_READ,
 				   w->tm.rva, w->tm.rlen, &m) != SRDMA_KCHK_OK) {
 		status = IBV_WC_REM_ACCESS_ERR;
+	} else if (w->tm.rlen && !m.src->self) {
+		/* A key of the context ours imports: not in our memory. */
+		srdma_resp_rkey_put(&me, &m);
+		status = IBV_WC_REM_ACCESS_ERR;
 	} else if (w->tm.rlen) {
 		io.iov_base = (void *)(uintptr_t)m.ref.host_addr;
 		io.iov_len = w->tm.rlen;

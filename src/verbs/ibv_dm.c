@@ -15,17 +15,21 @@
  * one closes it), and ibv_import_pd/mr/dm return the very object whose
  * handle was given. The objects are then shared exactly as the man pages
  * describe (either side may destroy them; unimport forgets an alias and
- * touches nothing). Importing another process's context would need the
- * objects of that process's library: EOPNOTSUPP (docs/design/dm.md).
+ * touches nothing). A context of another process is imported into a
+ * context of our own linked to it (core/import.c): its PDs and MRs become
+ * local objects that name the owner's (docs/design/import.md).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/core.h"
 #include "core/dm.h"
+#include "core/import.h"
+#include "engine/engine.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "verbs/verbs_int.h"
@@ -151,10 +155,18 @@ SRDMA_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 		return NULL;
 	}
 	if (hdr.owner_pid != getpid()) {
-		srdma_dbg("import_device: context of pid %d: import across "
-			  "processes is not supported", hdr.owner_pid);
-		errno = EOPNOTSUPP;
-		return NULL;
+		int ret;
+
+		srdma_engine_init();
+		ret = srdma_import_ctx_open(srdma_device_get(), cmd_fd, &hdr,
+					    &ctx);
+		if (ret) {
+			errno = -ret;
+			return NULL;
+		}
+		srdma_verbs_set_ops(ctx);
+		srdma_sysfs_refresh(true);	/* a new live LID */
+		return &ctx->vctx.context;
 	}
 	m.lid = hdr.lid;
 	m.dev = st.st_dev;
@@ -217,7 +229,9 @@ static bool pd_match(const void *p, void *arg)
 	const struct srdma_pd *pd = p;
 	const struct pd_match *m = arg;
 
-	return pd->ctx == m->ctx && pd->ibpd.handle == m->handle;
+	/* Each import of another process's PD is an object of its own. */
+	return pd->ctx == m->ctx && pd->ibpd.handle == m->handle &&
+	       !pd->imported;
 }
 
 SRDMA_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
@@ -232,6 +246,14 @@ SRDMA_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 		return NULL;
 	}
 	pd = srdma_handle_find(SRDMA_OBJ_PD, pd_match, &m);
+	if (!pd && ctx->import) {
+		int ret = srdma_import_pd(ctx, pd_handle, &pd);
+
+		if (ret) {
+			errno = -ret;
+			return NULL;
+		}
+	}
 	if (!pd) {
 		errno = EINVAL;
 		return NULL;
@@ -241,7 +263,16 @@ SRDMA_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 
 SRDMA_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-	/* An alias of the PD itself: nothing to undo. */
+	struct srdma_pd *spd = srdma_pd_lookup(pd);
+	int ret;
+
+	/* Our own PD: an alias of the PD itself, nothing to undo. Another
+	 * process's: drop this import (not while objects of ours use it). */
+	if (!spd || !spd->imported)
+		return;
+	ret = srdma_pd_dealloc(spd);
+	if (ret)
+		srdma_warn("unimport_pd %u: %s", pd->handle, strerror(-ret));
 }
 
 struct mr_match {
@@ -269,6 +300,18 @@ SRDMA_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (spd->imported || (spd->prot && spd->prot->imported)) {
+		struct srdma_imr *imr;
+		int ret;
+
+		ret = srdma_import_mr(spd->prot ? spd->prot : spd, mr_handle,
+				      &imr);
+		if (ret) {
+			errno = -ret;
+			return NULL;
+		}
+		return &imr->ibmr;
+	}
 	mr = srdma_handle_find(SRDMA_OBJ_MR, mr_match, &m);
 	if (mr) {
 		pthread_mutex_lock(&spd->ctx->lock);
@@ -285,7 +328,9 @@ SRDMA_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 
 SRDMA_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
 {
-	/* An alias of the MR itself: nothing to undo. */
+	/* Another process's MR: forget our description of it, touch
+	 * nothing of the owner's. Our own: an alias, nothing to undo. */
+	srdma_import_mr_drop(mr, false);
 }
 
 SRDMA_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,

@@ -12,6 +12,7 @@
 #include <errno.h>
 
 #include "core/core.h"
+#include "core/import.h"
 #include "util/compiler.h"
 #include "verbs/verbs_int.h"
 
@@ -107,5 +108,8 @@ SRDMA_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	/* A fork child's copy of its parent's MR: forget it, nothing more. */
 	if (srdma_handle_forget_inherited(mr, SRDMA_OBJ_MR))
 		return 0;
+	/* Imported from another process: destroy it there (ibv_dm.c). */
+	if (srdma_imr_lookup(mr))
+		return -srdma_import_mr_drop(mr, true);
 	return -srdma_mr_dereg(mr);
 }

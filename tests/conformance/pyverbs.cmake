@@ -83,3 +83,14 @@ foreach(ll ib eth)
 	set_property(TEST ${test} APPEND PROPERTY
 		ENVIRONMENT SRDMA_PYVERBS_TIMEOUT=580)
 endforeach()
+
+# Object import across processes through pyverbs (docs/design/import.md):
+# rdma-core's test_shared_pd imports within one process only.
+add_test(NAME conformance.pyverbs_import_xproc
+	COMMAND /usr/bin/python3
+		${CMAKE_CURRENT_LIST_DIR}/pyverbs_import_xproc.py)
+set_tests_properties(conformance.pyverbs_import_xproc PROPERTIES
+	TIMEOUT 120 LABELS conformance SKIP_RETURN_CODE 77)
+srdma_test_env(conformance.pyverbs_import_xproc)
+set_property(TEST conformance.pyverbs_import_xproc APPEND PROPERTY
+	ENVIRONMENT LD_LIBRARY_PATH=${CMAKE_BINARY_DIR}/lib)

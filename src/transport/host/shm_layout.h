@@ -215,7 +215,15 @@ struct srdma_seg_hdr {
 	 * it holds none (an older owner: ask the kernel instead). Written
 	 * before publish; checked once at map, like the offsets above. */
 	uint64_t life_off;
-	uint64_t reserved[2];
+	/* The context this one imports (ibv_import_device of another
+	 * process's context, core/import.c): its LID and owner pid, 0 if
+	 * none. Set by the importer before any QP of it exists, then
+	 * immutable; responders turn to that context's key table for a key
+	 * this one does not know (engine/responder.c, rmem_acquire). Older
+	 * writers leave it 0. */
+	uint32_t import_lid;
+	int32_t import_pid;
+	uint64_t reserved[1];
 };
 static_assert(sizeof(struct srdma_seg_hdr) == 256, "segment header is ABI");
 static_assert(offsetof(struct srdma_seg_hdr, key_secret) == 80 &&

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * test_import_xproc.c - ibv_import_device/pd/mr across processes
+ * (docs/design/import.md).
+ *
+ * A forked child, the owner, opens a context, PDs and MRs and passes the
+ * context's cmd_fd to the parent over a unix socket (SCM_RIGHTS) with the
+ * handles. The parent, the importer, imports the context, a PD and MRs,
+ * checks that they describe the owner's objects (keys, address, length,
+ * handle), creates a QP on the imported PD and moves bytes with the
+ * owner's lkey: an RDMA WRITE from the owner's memory into a third
+ * context's MR, an RDMA READ into the owner's memory (the owner checks
+ * it); a third context's WRITE with the owner's rkey and SEND into a
+ * receive buffer of the owner's MR, both through the importer's QP.
+ * Error paths: a bad fd, a non-context fd, bad handles, another PD's
+ * MR, handles of a destroyed PD and MR, unimport twice, the importer's
+ * dereg (a destroy, ibv_import_mr(3)), and the owner's death: imports
+ * then fail with EINVAL and WRs through the owner's keys complete with
+ * LOC_PROT_ERR, never touching whatever process has its pid next.
+ *
+ * The child never uses cmocka (xproc_util.h): it checks with XCHK.
+ */
+#include <fcntl.h>
+#include <sys/uio.h>
+
+#include "xproc_util.h"
+
+#define LEN 4096u
+#define IMP_ACCESS                                                             \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* What the owner tells the importer, with its cmd_fd. */
+struct owner_info {
+	uint32_t pd, pd2;		/* PD handles; pd2 holds mr2 */
+	uint32_t mr, mr2, mr3;		/* MR handles: mr, mr3 in pd */
+	uint32_t lkey, rkey;		/* of mr */
+	uint32_t mr3_lkey;
+	uint64_t addr, len;		/* of mr */
+	int32_t pid;
+};
+
+/* Send @n bytes at @p with @fd attached; 0 or -1. */
+static int send_fd(int sock, int fd, const void *p, size_t n)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { (void *)(uintptr_t)p, n };
+	struct msghdr m;
+	struct cmsghdr *c;
+
+	memset(&m, 0, sizeof(m));
+	memset(cbuf, 0, sizeof(cbuf));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &m, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* Receive @n bytes into @p and the fd attached; the fd or -1. */
+static int recv_fd(int sock, void *p, size_t n)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { p, n };
+	struct msghdr m;
+	struct cmsghdr *c;
+	int fd = -1;
+
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != (ssize_t)n)
+		return -1;
+	c = CMSG_FIRSTHDR(&m);
+	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/* The owner: objects, fd out, then commands until 'X' or end of file. */
+static void owner(int sock)
+{
+	struct ibv_context *ctx;
+	struct ibv_pd *pd, *pd2;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr, *mr2, *mr3;
+	struct owner_info oi;
+	static char buf[LEN], buf2[LEN], buf3[LEN];
+	char cmd, want;
+	size_t i;
+
+	XCHK(!xp_open_pd_cq(&ctx, &pd, &cq, 16));
+	XCHK((pd2 = ibv_alloc_pd(ctx)) != NULL);
+	for (i = 0; i < LEN; i++)
+		buf[i] = (char)('A' + i % 23);
+	XCHK((mr = ibv_reg_mr(pd, buf, LEN, IMP_ACCESS)) != NULL);
+	XCHK((mr2 = ibv_reg_mr(pd2, buf2, LEN, IMP_ACCESS)) != NULL);
+	XCHK((mr3 = ibv_reg_mr(pd, buf3, LEN, IMP_ACCESS)) != NULL);
+	memset(&oi, 0, sizeof(oi));
+	oi.pd = pd->handle;
+	oi.pd2 = pd2->handle;
+	oi.mr = mr->handle;
+	oi.mr2 = mr2->handle;
+	oi.mr3 = mr3->handle;
+	oi.lkey = mr->lkey;
+	oi.rkey = mr->rkey;
+	oi.mr3_lkey = mr3->lkey;
+	oi.addr = (uintptr_t)mr->addr;
+	oi.len = mr->length;
+	oi.pid = getpid();
+	XCHK(!send_fd(sock, ctx->cmd_fd, &oi, sizeof(oi)));
+	for (;;) {
+		cmd = xrecv_byte(sock);
+		switch (cmd) {
+		case 'V':	/* is buf all @want? */
+			want = xrecv_byte(sock);
+			for (i = 0; i < LEN && buf[i] == want; i++)
+				;
+			XCHK(!xsend_byte(sock, i == LEN ? 'y' : 'n'));
+			break;
+		case 'M':	/* destroy mr2, pd2 and mr3 */
+			XCHK(!ibv_dereg_mr(mr2));
+			XCHK(!ibv_dealloc_pd(pd2));
+			XCHK(!ibv_dereg_mr(mr3));
+			XCHK(!xsend_byte(sock, 'k'));
+			break;
+		case 'X':	/* die with everything open */
+			_exit(0);
+		default:	/* end of file: clean up */
+			XCHK(!ibv_dereg_mr(mr));
+			xp_close_pd_cq(ctx, pd, cq);
+			_exit(0);
+		}
+	}
+}
+
+/* A context of the importer's own with an MR of @fill bytes. */
+struct third {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	char buf[LEN];
+};
+
+static void third_open(struct third *t)
+{
+	memset(t, 0, sizeof(*t));
+	assert_int_equal(xp_open_pd_cq(&t->ctx, &t->pd, &t->cq, 16), 0);
+	t->mr = ibv_reg_mr(t->pd, t->buf, LEN, IMP_ACCESS);
+	assert_non_null(t->mr);
+}
+
+static void third_close(struct third *t)
+{
+	if (t->qp)
+		ibv_destroy_qp(t->qp);
+	ibv_dereg_mr(t->mr);
+	xp_close_pd_cq(t->ctx, t->pd, t->cq);
+}
+
+/* A fresh RC QP on @pd (with @cq) connected to a fresh QP of @t. */
+static struct ibv_qp *connect_to(struct ibv_pd *pd, struct ibv_cq *cq,
+				 struct third *t)
+{
+	struct dp_conn k = { .access = IMP_ACCESS };
+	struct ibv_qp *qp;
+	uint16_t lid = 0, tlid = 0;
+
+	if (t->qp)
+		ibv_destroy_qp(t->qp);
+	t->qp = xp_qp_create(t->pd, t->cq, NULL, IBV_QPT_RC, 16, 2, 0);
+	assert_non_null(t->qp);
+	qp = xp_qp_create(pd, cq, NULL, IBV_QPT_RC, 16, 2, 0);
+	assert_non_null(qp);
+	assert_int_equal(xp_port_lid(pd->context, &lid), 0);
+	assert_int_equal(xp_port_lid(t->ctx, &tlid), 0);
+	assert_int_equal(dp_qp_connect(qp, t->qp->qp_num, tlid, &k), 0);
+	assert_int_equal(dp_qp_connect(t->qp, qp->qp_num, lid, &k), 0);
+	return qp;
+}
+
+/* Post one WR and expect its completion with @status. */
+static void expect_wr(struct ibv_qp *qp, struct ibv_cq *cq,
+		      enum ibv_wr_opcode op, uint64_t laddr, uint32_t lkey,
+		      uint64_t raddr, uint32_t rkey, enum ibv_wc_status status,
+		      const char *what)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(dp_post(qp, 7, op, laddr, LEN, lkey, raddr, rkey),
+			 0);
+	fu_expect(dp_poll(cq, &wc, 10000), "%s: no completion", what);
+	fu_expect(wc.status == status, "%s: status %s, want %s", what,
+		  ibv_wc_status_str(wc.status), ibv_wc_status_str(status));
+}
+
+static void test_import_xproc(void **state)
+{
+	struct ibv_pd *ipd, *ipd2, *lpd;
+	struct ibv_mr *imr, *imr2, *imr3, *lmr;
+	struct ibv_context *ictx, *c2;
+	struct owner_info oi;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct third t;
+	static char local[LEN];
+	int sock, fd, keep, pfd[2], st;
+	pid_t pid;
+	size_t i;
+
+	(void)state;
+	alarm(120);
+	pid = xp_spawn(&sock, owner, 120);
+	fd = recv_fd(sock, &oi, sizeof(oi));
+	assert_true(fd >= 0);
+	keep = dup(fd);
+	assert_true(keep >= 0);
+
+	/* Not a context's fd. */
+	fu_expect(!ibv_import_device(-1) && errno == EBADF,
+		  "import_device(-1): %s", fu_errname(errno));
+	assert_int_equal(pipe(pfd), 0);
+	fu_expect(!ibv_import_device(pfd[0]) && errno == EINVAL,
+		  "import_device(pipe): %s", fu_errname(errno));
+	close(pfd[0]);
+	close(pfd[1]);
+
+	/* The context, a PD, an MR: the owner's objects. */
+	ictx = ibv_import_device(fd);
+	fu_expect(ictx != NULL, "import_device: %s", fu_errname(errno));
+	assert_non_null(ictx);
+	fu_expect(!ibv_import_pd(ictx, 0x7fff1234) && errno == EINVAL,
+		  "import_pd(bad handle): %s", fu_errname(errno));
+	ipd = ibv_import_pd(ictx, oi.pd);
+	fu_expect(ipd != NULL, "import_pd: %s", fu_errname(errno));
+	assert_non_null(ipd);
+	fu_expect_int(ipd->handle, oi.pd, "imported PD handle");
+	fu_expect(ipd->context == ictx, "imported PD's context");
+	fu_expect(!ibv_import_mr(ipd, oi.mr2) && errno == EINVAL,
+		  "import_mr(another PD's MR): %s", fu_errname(errno));
+	fu_expect(!ibv_import_mr(ipd, 0xffffffu) && errno == EINVAL,
+		  "import_mr(bad handle): %s", fu_errname(errno));
+	imr = ibv_import_mr(ipd, oi.mr);
+	fu_expect(imr != NULL, "import_mr: %s", fu_errname(errno));
+	assert_non_null(imr);
+	fu_expect(imr->lkey == oi.lkey && imr->rkey == oi.rkey &&
+			  (uintptr_t)imr->addr == oi.addr &&
+			  imr->length == oi.len && imr->handle == oi.mr &&
+			  imr->pd == ipd && imr->context == ictx,
+		  "imported MR: lkey %#x rkey %#x addr %p len %zu handle %u",
+		  imr->lkey, imr->rkey, imr->addr, imr->length, imr->handle);
+
+	errno = 0;
+	fu_expect(ibv_rereg_mr(imr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       IBV_ACCESS_LOCAL_WRITE) ==
+				  IBV_REREG_MR_ERR_INPUT &&
+			  errno == EINVAL,
+		  "rereg of an imported MR: %s", fu_errname(errno));
+
+	/* Import twice, unimport twice: each import is an object. */
+	ipd2 = ibv_import_pd(ictx, oi.pd);
+	fu_expect(ipd2 && ipd2 != ipd, "second import_pd: %s",
+		  fu_errname(errno));
+	imr2 = ibv_import_mr(ipd2, oi.mr);
+	fu_expect(imr2 && imr2 != imr, "second import_mr: %s",
+		  fu_errname(errno));
+	fu_expect(ibv_dealloc_pd(ipd2) == EBUSY,
+		  "dealloc of an imported PD in use");
+	ibv_unimport_mr(imr2);
+	ibv_unimport_mr(imr2);
+	ibv_unimport_pd(ipd2);
+	ibv_unimport_pd(ipd2);
+
+	/* QPs and local objects of the importer on the imported context. */
+	cq = ibv_create_cq(ictx, 16, NULL, NULL, 0);
+	assert_non_null(cq);
+	lpd = ibv_alloc_pd(ictx);
+	assert_non_null(lpd);
+	fu_expect(lpd->handle != oi.pd, "local PD handle %u", lpd->handle);
+	memset(local, 'L', sizeof(local));
+	lmr = ibv_reg_mr(ipd, local, LEN, IMP_ACCESS);
+	assert_non_null(lmr);
+	third_open(&t);
+	qp = connect_to(ipd, cq, &t);
+
+	/* WRITE from the owner's memory through its lkey. */
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+		  "WRITE from the owner's MR");
+	for (i = 0; i < LEN && t.buf[i] == (char)('A' + i % 23); i++)
+		;
+	fu_expect(i == LEN, "WRITE from the owner's MR: byte %zu differs", i);
+	/* Our own MR on the imported PD works alike. */
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, (uintptr_t)local, lmr->lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+		  "WRITE from a local MR of the imported PD");
+	fu_expect(t.buf[0] == 'L' && t.buf[LEN - 1] == 'L', "local WRITE");
+	/* READ into the owner's memory: the owner sees it. */
+	memset(t.buf, 'c', LEN);
+	expect_wr(qp, cq, IBV_WR_RDMA_READ, oi.addr, oi.lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+		  "READ into the owner's MR");
+	assert_int_equal(xsend_byte(sock, 'V'), 0);
+	assert_int_equal(xsend_byte(sock, 'c'), 0);
+	fu_expect(xrecv_byte(sock) == 'y', "the owner's memory after READ");
+	/* A peer's WRITE to our QP with the owner's rkey lands in the
+	 * owner's memory. */
+	memset(t.buf, 'w', LEN);
+	expect_wr(t.qp, t.cq, IBV_WR_RDMA_WRITE, (uintptr_t)t.buf,
+		  t.mr->lkey, oi.addr, oi.rkey, IBV_WC_SUCCESS,
+		  "peer's WRITE with the owner's rkey");
+	assert_int_equal(xsend_byte(sock, 'V'), 0);
+	assert_int_equal(xsend_byte(sock, 'w'), 0);
+	fu_expect(xrecv_byte(sock) == 'y', "the owner's memory after WRITE");
+	/* A SEND into a receive buffer of the owner's MR. */
+	{
+		struct ibv_sge rs = { oi.addr, LEN, oi.lkey };
+		struct ibv_recv_wr rw = { .wr_id = 9, .sg_list = &rs,
+					  .num_sge = 1 }, *bad = NULL;
+		struct ibv_wc wc;
+
+		assert_int_equal(ibv_post_recv(qp, &rw, &bad), 0);
+		memset(t.buf, 's', LEN);
+		expect_wr(t.qp, t.cq, IBV_WR_SEND, (uintptr_t)t.buf,
+			  t.mr->lkey, 0, 0, IBV_WC_SUCCESS,
+			  "peer's SEND into the owner's MR");
+		fu_expect(dp_poll(cq, &wc, 10000) && wc.status == IBV_WC_SUCCESS &&
+				  wc.wr_id == 9 && wc.byte_len == LEN,
+			  "receive into the owner's MR: %s",
+			  ibv_wc_status_str(wc.status));
+		assert_int_equal(xsend_byte(sock, 'V'), 0);
+		assert_int_equal(xsend_byte(sock, 's'), 0);
+		fu_expect(xrecv_byte(sock) == 'y',
+			  "the owner's memory after SEND");
+	}
+	/* The local PD of the imported context is another PD. */
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, (uintptr_t)local, 0x12345678,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
+		  "WRITE with an unknown lkey");
+	ibv_destroy_qp(qp);
+
+	/* The importer's dereg destroys; the owner's dereg still works. */
+	imr3 = ibv_import_mr(ipd, oi.mr3);
+	fu_expect(imr3 != NULL, "import_mr(mr3): %s", fu_errname(errno));
+	assert_non_null(imr3);
+	fu_expect_int(ibv_dereg_mr(imr3), 0, "importer's dereg");
+	fu_expect(!ibv_import_mr(ipd, oi.mr3) && errno == EINVAL,
+		  "import_mr after the importer's dereg: %s",
+		  fu_errname(errno));
+	qp = connect_to(ipd, cq, &t);
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, (uintptr_t)oi.addr, oi.mr3_lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
+		  "WRITE through a destroyed MR's lkey");
+	ibv_destroy_qp(qp);
+
+	/* Handles of a destroyed PD and MR. */
+	assert_int_equal(xsend_byte(sock, 'M'), 0);
+	assert_int_equal(xrecv_byte(sock), 'k');
+	fu_expect(!ibv_import_pd(ictx, oi.pd2) && errno == EINVAL,
+		  "import_pd(destroyed PD): %s", fu_errname(errno));
+	fu_expect(!ibv_import_mr(ipd, oi.mr3) && errno == EINVAL,
+		  "import_mr(destroyed MR): %s", fu_errname(errno));
+
+	/* The owner dies with everything open. */
+	assert_int_equal(xsend_byte(sock, 'X'), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	fu_expect(WIFEXITED(st) && !WEXITSTATUS(st), "owner exit status %#x",
+		  st);
+	fu_expect(!ibv_import_pd(ictx, oi.pd) && errno == EINVAL,
+		  "import_pd after the owner died: %s", fu_errname(errno));
+	fu_expect(!ibv_import_mr(ipd, oi.mr) && errno == EINVAL,
+		  "import_mr after the owner died: %s", fu_errname(errno));
+	c2 = ibv_import_device(keep);
+	fu_expect(!c2 && errno == EINVAL,
+		  "import_device after the owner died: %s", fu_errname(errno));
+	if (!c2)
+		close(keep);
+	qp = connect_to(ipd, cq, &t);
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
+		  "WRITE through a dead owner's lkey");
+	ibv_destroy_qp(qp);
+
+	/* Teardown: an imported PD in use cannot go, then can. */
+	fu_expect(ibv_dealloc_pd(ipd) == EBUSY, "dealloc of a used import");
+	ibv_unimport_mr(imr);
+	fu_expect_int(ibv_dereg_mr(lmr), 0, "dereg of a local MR");
+	ibv_unimport_pd(ipd);
+	fu_expect_int(ibv_dealloc_pd(lpd), 0, "dealloc of a local PD");
+	fu_expect_int(ibv_destroy_cq(cq), 0, "destroy CQ");
+	fu_expect_int(ibv_close_device(ictx), 0, "close imported context");
+	third_close(&t);
+	close(sock);
+	alarm(0);
+	fu_done();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_import_xproc),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
