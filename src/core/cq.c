@@ -16,7 +16,8 @@
  * that finds the CQ armed (solicited-only: and the CQE solicited or an
  * error) disarms it with a CAS, sets `fired` and writes one byte into the
  * channel's FIFO, which the owner holds open as the channel's fd (so it
- * polls readable and ibv_get_cq_event can block in read()). A producer
+ * polls readable and ibv_get_cq_event can block in read()). Arming for
+ * any completion while unpolled CQEs wait fires at once, as on mlx4/mlx5. A producer
  * may hold that wake-up back until it has done something first
  * (srdma_cq_defer_wakes: the net responder sends its ACK). A CQE that
  * finds the ring full is lost, the overflow is recorded and the owner gets
@@ -467,13 +468,6 @@ out:
 	return ret;
 }
 
-int srdma_cq_notify(struct srdma_cq *cq, bool solicited_only)
-{
-	atomic_store(&cq->sh->armed, solicited_only ?
-		     SRDMA_CQ_ARMED_SOLICITED : SRDMA_CQ_ARMED_ANY);
-	return 0;
-}
-
 /*
  * Wake-ups a thread holds back (srdma_cq_defer_wakes): the CQE is
  * published and the arming consumed at once, the event (fired + the
@@ -516,6 +510,46 @@ void srdma_cq_defer_wakes(bool on)
 	defer_n = 0;
 	for (i = 0; i < n; i++)
 		cq_wake(&defer_w[i]);
+}
+
+int srdma_cq_notify(struct srdma_cq *cq, bool solicited_only)
+{
+	struct srdma_shm_cq *sh = cq->sh;
+	uint32_t armed = SRDMA_CQ_ARMED_ANY;
+	struct srdma_shm_cqe *e;
+	uint64_t pos, mask;
+	bool pending;
+
+	atomic_store(&sh->armed, solicited_only ? SRDMA_CQ_ARMED_SOLICITED :
+						  SRDMA_CQ_ARMED_ANY);
+	if (solicited_only)
+		return 0;
+	/*
+	 * Arming a CQ that still holds unpolled CQEs raises the event at
+	 * once, as mlx4/mlx5 do (their arm doorbell carries the consumer
+	 * index): a completion that came after the application's last poll
+	 * but before this arming is not left without an event. Open MPI's
+	 * udcm polls, handles what it got, then arms, and never polls
+	 * between; without this a message arriving meanwhile was never
+	 * read. Pairs with the fence in srdma_cqe_post(): either the
+	 * producer sees the arming, or we see its CQE (or both; the CAS on
+	 * armed lets one of us deliver the event).
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
+	pthread_mutex_lock(&cq->poll_lock);
+	pos = atomic_load_explicit(&sh->cons, memory_order_relaxed);
+	mask = cq->ring_bytes / sizeof(struct srdma_shm_cqe) - 1;
+	e = &cq->ring[pos & mask];
+	pending = atomic_load_explicit(&e->seq, memory_order_relaxed) ==
+		  pos + 1;
+	pthread_mutex_unlock(&cq->poll_lock);
+	if (pending && atomic_compare_exchange_strong(&sh->armed, &armed,
+						      SRDMA_CQ_DISARMED)) {
+		struct cq_wake w = { cq->ctx, NULL, sh, cq->slot };
+
+		cq_wake(&w);
+	}
+	return 0;
 }
 
 int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
@@ -580,6 +614,9 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 	sh->prod = pos + 1;
 	srdma_shm_unlock(&sh->plock);
 
+	/* The CQE is published before the arming is read. Pairs with the
+	 * fence in srdma_cq_notify(). */
+	atomic_thread_fence(memory_order_seq_cst);
 	armed = atomic_load(&sh->armed);
 	if (armed == SRDMA_CQ_ARMED_ANY ||
 	    (armed == SRDMA_CQ_ARMED_SOLICITED &&

@@ -80,6 +80,8 @@ int main(int argc, char **argv)
 			       n, size - 1,
 			       (MPI_Wtime() - t0) * 1e6 /
 				       (ITERS * (size > 1 ? size - 1 : 1)));
+		if (rank == 0)
+			fflush(stdout);	/* a hung run shows where it hung */
 	}
 	/* Allreduce: element j of rank r is r * 1000003 + j. */
 	n = 1u << 16;
