@@ -22,13 +22,23 @@
  * - Within one process a handle opened before the destroy keeps the QP
  *   alive; the last handle's close ends it, and its number no longer
  *   opens.
+ * - Domain files: a domain named by a file is held through a lock file
+ *   in the state directory (xrcd.<dev>.<ino>); its last holder removes
+ *   it on close, a failed open (EAGAIN) leaves none, and one left by a
+ *   holder that was killed goes with the next open that finds the domain
+ *   gone. Under a process that opens and closes the same domain as fast
+ *   as it can, a domain we hold must stay joinable (our lock is on the
+ *   file the name leads to, never on one its last holder just removed).
  * - ibv_create_srq_ex with srq_type BASIC (or no TYPE bit) and a CQ or
  *   an XRCD, which only XRC SRQs use, creates a basic SRQ, as mlx5 does:
  *   the extra attributes are ignored, the limits are returned, and the
  *   SRQ feeds an RC QP's receives.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -354,6 +364,172 @@ static void test_xrc_tgt_kept_by_open_handle(void **state)
 	fu_done();
 }
 
+/* ---- domain files --------------------------------------------------------- */
+
+static struct ibv_xrcd *xrcd_file(struct ibv_context *ctx, int fd, int oflags)
+{
+	struct ibv_xrcd_init_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	a.fd = fd;
+	a.oflags = oflags;
+	return ibv_open_xrcd(ctx, &a);
+}
+
+/* How many xrcd.* files the state directory holds. */
+static int domain_files(void)
+{
+	const char *dir = getenv("SRDMA_DIR");
+	struct dirent *d;
+	DIR *dp;
+	int n = 0;
+
+	assert_non_null(dir);
+	dp = opendir(dir);
+	assert_non_null(dp);
+	while ((d = readdir(dp)))
+		n += !strncmp(d->d_name, "xrcd.", 5);
+	closedir(dp);
+	return n;
+}
+
+/* A file naming a domain, unique to this test; removed at exit. */
+static char dom_path[] = "/tmp/srdma-xrc-life-XXXXXX";
+
+static int dom_file(void)
+{
+	static int fd = -1;
+
+	if (fd < 0) {
+		fd = mkstemp(dom_path);
+		assert_true(fd >= 0);
+	}
+	return fd;
+}
+
+static void test_xrcd_files_removed(void **state)
+{
+	struct ibv_context *ctx = fu_open_srdma();
+	int fd = dom_file(), base = domain_files();
+	struct ibv_xrcd *x1, *x2, *x;
+	pid_t pid;
+	int st, p[2];
+	char c;
+
+	(void)state;
+	x = xrcd_file(ctx, fd, 0);
+	fu_expect(!x && errno == EAGAIN, "no domain, no O_CREAT: %s",
+		  x ? "success" : fu_errname(errno));
+	fu_expect_int(domain_files(), base, "files after a failed open");
+	x1 = xrcd_file(ctx, fd, O_CREAT);
+	x2 = xrcd_file(ctx, fd, 0);
+	assert_non_null(x1);
+	assert_non_null(x2);
+	fu_expect_int(domain_files(), base + 1, "files with two holders");
+	fu_expect_int(ibv_close_xrcd(x1), 0, "close the first holder");
+	fu_expect_int(domain_files(), base + 1, "files with one holder left");
+	x = xrcd_file(ctx, fd, 0);
+	fu_expect(x != NULL, "the domain held by its other handle: %s",
+		  fu_errname(errno));
+	if (x)
+		ibv_close_xrcd(x);
+	fu_expect_int(ibv_close_xrcd(x2), 0, "close the last holder");
+	fu_expect_int(domain_files(), base, "files after the last close");
+	x = xrcd_file(ctx, fd, 0);
+	fu_expect(!x && errno == EAGAIN, "the domain outlived its holders");
+
+	/* A holder in another process, then killed while holding. */
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ibv_device **l = ibv_get_device_list(NULL);
+		struct ibv_context *c2 = l ? ibv_open_device(l[0]) : NULL;
+
+		close(p[0]);
+		if (!c2 || !xrcd_file(c2, fd, O_CREAT))
+			_exit(2);
+		if (write(p[1], "h", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	x = xrcd_file(ctx, fd, 0);
+	fu_expect(x != NULL, "joining another process's domain: %s",
+		  fu_errname(errno));
+	if (x)
+		fu_expect_int(ibv_close_xrcd(x), 0, "close our handle");
+	fu_expect_int(domain_files(), base + 1, "files while the child holds");
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	fu_expect_int(domain_files(), base + 1,
+		      "a killed holder's file (left behind)");
+	x = xrcd_file(ctx, fd, 0);
+	fu_expect(!x && errno == EAGAIN, "the domain outlived its killed "
+		  "holder");
+	fu_expect_int(domain_files(), base,
+		      "files after an open found the domain gone");
+	ibv_close_device(ctx);
+	fu_done();
+}
+
+/* Another process opens and closes the domain as fast as it can; each
+ * domain we hold must stay joinable by name. */
+static void test_xrcd_files_churn(void **state)
+{
+	struct ibv_context *ctx = fu_open_srdma();
+	int fd = dom_file(), base = domain_files(), i, st, bad = 0;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ibv_device **l = ibv_get_device_list(NULL);
+		struct ibv_context *c2 = l ? ibv_open_device(l[0]) : NULL;
+		struct ibv_xrcd *x;
+
+		if (!c2)
+			_exit(2);
+		for (;;) {
+			x = xrcd_file(c2, fd, O_CREAT);
+			if (!x || ibv_close_xrcd(x))
+				_exit(3);
+		}
+	}
+	for (i = 0; i < 2000; i++) {
+		struct ibv_xrcd *x1 = xrcd_file(ctx, fd, O_CREAT), *x2;
+
+		if (!x1) {
+			fu_report(__FILE__, __LINE__, "round %d: open: %s", i,
+				  fu_errname(errno));
+			break;
+		}
+		x2 = xrcd_file(ctx, fd, 0);
+		if (!x2 && bad++ < 5)
+			fu_report(__FILE__, __LINE__,
+				  "round %d: a domain we hold cannot be "
+				  "joined (%s): we locked a removed file", i,
+				  fu_errname(errno));
+		if (x2)
+			ibv_close_xrcd(x2);
+		ibv_close_xrcd(x1);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	fu_expect(WIFSIGNALED(st), "the churning child exited with %d",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	/* The child was killed, perhaps holding: an open finds out. */
+	if (!xrcd_file(ctx, fd, 0))
+		fu_expect_int(domain_files(), base, "files after the churn");
+	ibv_close_device(ctx);
+	fu_done();
+}
+
 /* ---- basic SRQs through ibv_create_srq_ex ------------------------------- */
 
 /* A basic SRQ from ibv_create_srq_ex with @mask (besides PD), its CQ and
@@ -487,8 +663,14 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_xrc_tgt_not_openable_while_destroyed),
 		cmocka_unit_test(test_xrc_tgt_kept_by_open_handle),
+		cmocka_unit_test(test_xrcd_files_removed),
+		cmocka_unit_test(test_xrcd_files_churn),
 		cmocka_unit_test(test_xrc_basic_srq_ex_with_cq_or_xrcd),
 	};
+	int ret;
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	if (strcmp(dom_path + strlen(dom_path) - 6, "XXXXXX"))
+		unlink(dom_path);
+	return ret;
 }
