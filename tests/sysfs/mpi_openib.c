@@ -78,11 +78,12 @@ int main(int argc, char **argv)
 		}
 	}
 	for (n = 1; n <= MAX_SIZE; n *= 8) {
-		double t0 = MPI_Wtime();
+		double t0 = MPI_Wtime(), worst = 0;
 
 		for (peer = 1; peer < size; peer++) {
 			for (it = 0; it < ITERS; it++) {
 				unsigned int seed = n + it + (unsigned)peer;
+				double t1 = MPI_Wtime();
 
 				if (rank == 0) {
 					for (i = 0; i < n; i++)
@@ -111,14 +112,17 @@ int main(int argc, char **argv)
 					MPI_Send(buf, (int)n, MPI_BYTE, 0, 1,
 						 MPI_COMM_WORLD);
 				}
+				if (MPI_Wtime() - t1 > worst)
+					worst = MPI_Wtime() - t1;
 			}
 		}
 		if (rank == 0)
 			printf("pingpong %8u B x %d peers: %.1f us per round "
-			       "trip\n",
+			       "trip (slowest %.1f us)\n",
 			       n, size - 1,
 			       (MPI_Wtime() - t0) * 1e6 /
-				       (ITERS * (size > 1 ? size - 1 : 1)));
+				       (ITERS * (size > 1 ? size - 1 : 1)),
+			       worst * 1e6);
 		if (rank == 0)
 			fflush(stdout);	/* a hung run shows where it hung */
 	}
