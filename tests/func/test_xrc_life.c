@@ -62,11 +62,7 @@ enum { HOOK_IDLE, HOOK_ASKED, HOOK_DONE, HOOK_QUIT };
 #define HELD_MAX 16
 static _Thread_local bool tl_watch;	/* this thread is in ibv_destroy_qp */
 static _Thread_local bool tl_asked;	/* it asked for its one open */
-/* The mutexes this thread holds while watched, innermost last, each with
- * whether another was taken under it. */
-static _Thread_local pthread_mutex_t *tl_held[HELD_MAX];
-static _Thread_local bool tl_nested[HELD_MAX];
-static _Thread_local int tl_depth;
+static _Thread_local int tl_depth;	/* how many it holds, below */
 static atomic_int hook_state;		/* HOOK_* */
 /* What the opener thread opens, and what it got. Written before the
  * release store of hook_state that publishes them. */
@@ -83,6 +79,11 @@ static void sleep_us(long us)
 }
 
 #if RACE_HOOK
+/* The mutexes the watched thread holds, innermost last, each with
+ * whether another was taken under it. */
+static _Thread_local pthread_mutex_t *tl_held[HELD_MAX];
+static _Thread_local bool tl_nested[HELD_MAX];
+
 typedef int (*mutex_fn)(pthread_mutex_t *);
 
 static mutex_fn real_fn(_Atomic(mutex_fn) *cache, const char *name)
