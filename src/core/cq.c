@@ -16,7 +16,9 @@
  * that finds the CQ armed (solicited-only: and the CQE solicited or an
  * error) disarms it with a CAS, sets `fired` and writes one byte into the
  * channel's FIFO, which the owner holds open as the channel's fd (so it
- * polls readable and ibv_get_cq_event can block in read()). A producer
+ * polls readable and ibv_get_cq_event can block in read()). Arming for
+ * any completion while a CQE waits that is neither polled nor covered by
+ * an event (`notified`) fires at once, as on ConnectX. A producer
  * may hold that wake-up back until it has done something first
  * (srdma_cq_defer_wakes: the net responder sends its ACK). A CQE that
  * finds the ring full is lost, the overflow is recorded and the owner gets
@@ -328,6 +330,7 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 	atomic_store(&sh->cons, 0);
 	atomic_store(&sh->armed, SRDMA_CQ_DISARMED);
 	atomic_store(&sh->fired, 0);
+	atomic_store(&sh->notified, 0);
 	atomic_store(&sh->overflow, 0);
 	sh->chan = ch ? ch->num + 1 : 0;
 	sh->gen++;
@@ -467,13 +470,6 @@ out:
 	return ret;
 }
 
-int srdma_cq_notify(struct srdma_cq *cq, bool solicited_only)
-{
-	atomic_store(&cq->sh->armed, solicited_only ?
-		     SRDMA_CQ_ARMED_SOLICITED : SRDMA_CQ_ARMED_ANY);
-	return 0;
-}
-
 /*
  * Wake-ups a thread holds back (srdma_cq_defer_wakes): the CQE is
  * published and the arming consumed at once, the event (fired + the
@@ -516,6 +512,48 @@ void srdma_cq_defer_wakes(bool on)
 	defer_n = 0;
 	for (i = 0; i < n; i++)
 		cq_wake(&defer_w[i]);
+}
+
+int srdma_cq_notify(struct srdma_cq *cq, bool solicited_only)
+{
+	struct srdma_shm_cq *sh = cq->sh;
+	uint32_t armed = SRDMA_CQ_ARMED_ANY;
+	uint64_t pos, cons, seen, mask;
+	bool missed;
+
+	atomic_store(&sh->armed, solicited_only ? SRDMA_CQ_ARMED_SOLICITED :
+						  SRDMA_CQ_ARMED_ANY);
+	if (solicited_only)
+		return 0;
+	/*
+	 * A CQE that is neither polled nor covered by an event (it came
+	 * while the CQ was disarmed) fires the event at once, as ConnectX
+	 * does (the CQ remembers the index it last notified; the arm
+	 * doorbell carries the consumer index). Open MPI's udcm polls,
+	 * handles what it got, then arms, and never polls between: a
+	 * message arriving meanwhile was never read. A CQE whose event the
+	 * application took but has not polled yet (perftest arms, then
+	 * polls) fires nothing. Pairs with the fence in srdma_cqe_post():
+	 * either the producer sees the arming, or we see its CQE (or both;
+	 * the CAS on armed lets one of us deliver the event).
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
+	pthread_mutex_lock(&cq->poll_lock);
+	mask = cq->ring_bytes / sizeof(struct srdma_shm_cqe) - 1;
+	cons = atomic_load_explicit(&sh->cons, memory_order_relaxed);
+	seen = atomic_load(&sh->notified);
+	pos = seen - cons <= mask ? seen : cons;	/* damaged: bounded */
+	missed = atomic_load_explicit(&cq->ring[pos & mask].seq,
+				      memory_order_relaxed) == pos + 1;
+	pthread_mutex_unlock(&cq->poll_lock);
+	if (missed && atomic_compare_exchange_strong(&sh->armed, &armed,
+						     SRDMA_CQ_DISARMED)) {
+		struct cq_wake w = { cq->ctx, NULL, sh, cq->slot };
+
+		atomic_store(&sh->notified, pos + 1);
+		cq_wake(&w);
+	}
+	return 0;
 }
 
 int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
@@ -580,6 +618,9 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 	sh->prod = pos + 1;
 	srdma_shm_unlock(&sh->plock);
 
+	/* The CQE is published before the arming is read. Pairs with the
+	 * fence in srdma_cq_notify(). */
+	atomic_thread_fence(memory_order_seq_cst);
 	armed = atomic_load(&sh->armed);
 	if (armed == SRDMA_CQ_ARMED_ANY ||
 	    (armed == SRDMA_CQ_ARMED_SOLICITED &&
@@ -587,6 +628,9 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 		if (atomic_compare_exchange_strong(&sh->armed, &armed,
 						   SRDMA_CQ_DISARMED)) {
 			struct cq_wake w = { ctx, p, sh, slot };
+
+			/* This CQE has its event (srdma_cq_notify()). */
+			atomic_store(&sh->notified, pos + 1);
 
 			if (defer_on && defer_n < DEFER_MAX)
 				defer_w[defer_n++] = w;

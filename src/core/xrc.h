@@ -35,6 +35,9 @@ struct srdma_xrcd {
 	int lock_fd;			/* immutable: holds LOCK_SH on the
 					 * domain's file in the state directory
 					 * (-1: private) */
+	char lock_name[48];		/* immutable: that file's name,
+					 * xrcd.<dev>.<ino> (the last holder
+					 * removes it) */
 	_Atomic uint32_t usecnt;	/* atomic: XRC SRQs and TGT QPs */
 	struct srdma_xrcd *pool_next;	/* xrcd.c's pool lock: closed ones */
 };

@@ -12,6 +12,16 @@
  * releases it with its descriptors, so no entry can leak. O_CREAT and
  * O_EXCL are decided by trying an exclusive lock without blocking.
  *
+ * The last holder removes the file: on close it tries to turn its shared
+ * lock into an exclusive one without blocking, and only when that works
+ * (nobody else holds it) unlinks the file before closing it. An opener
+ * may have opened the file just before that unlink and locked it just
+ * after: once it holds its lock, it checks that the name still leads to
+ * the inode it locked, and starts over when it does not. A failed open
+ * (EAGAIN: no domain, no O_CREAT) removes the file it created the same
+ * way. Only a holder that dies leaves its file behind (the next last
+ * holder of that domain removes it).
+ *
  * Nothing here is on the data path: a domain's identity is copied into
  * the shared entries of its SRQs and TGT QPs when they are created
  * (srq.c, qp.c) and compared by the responder (engine/responder.c).
@@ -68,14 +78,18 @@ static void xrcd_put(struct srdma_xrcd *x)
 	pthread_mutex_unlock(&pool_lock);
 }
 
-/* Open (creating) the domain file of inode @st in the state directory. */
-static int domain_file(struct srdma_context *ctx, const struct stat *st)
+/* The name of the domain file of inode @st in the state directory. */
+static void domain_name(char *name, size_t len, const struct stat *st)
 {
-	char name[64];
+	snprintf(name, len, "xrcd.%" PRIx64 ".%" PRIx64, (uint64_t)st->st_dev,
+		 (uint64_t)st->st_ino);
+}
+
+/* Open (creating) the domain file @name in the state directory. */
+static int domain_file(struct srdma_context *ctx, const char *name)
+{
 	int fd;
 
-	snprintf(name, sizeof(name), "xrcd.%" PRIx64 ".%" PRIx64,
-		 (uint64_t)st->st_dev, (uint64_t)st->st_ino);
 	fd = openat(ctx->host.dirfd, name,
 		    O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
@@ -86,6 +100,30 @@ static int domain_file(struct srdma_context *ctx, const struct stat *st)
 		return -e;
 	}
 	return fd;
+}
+
+/* True if @name in the state directory is still the file open as @fd. */
+static bool domain_file_current(struct srdma_context *ctx, int fd,
+				const char *name)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) &&
+	       !fstatat(ctx->host.dirfd, name, &b, AT_SYMLINK_NOFOLLOW) &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * Give up the domain file @fd (named @name): if we are its only holder,
+ * remove it first. Converting our lock to an exclusive one drops the
+ * shared lock when it fails; we are closing anyway.
+ */
+static void domain_leave(struct srdma_context *ctx, int fd, const char *name)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    domain_file_current(ctx, fd, name))
+		unlinkat(ctx->host.dirfd, name, 0);
+	close(fd);
 }
 
 /*
@@ -106,8 +144,7 @@ static int domain_join(int fd, int oflags)
 	if (!exists && !(oflags & O_CREAT)) {
 		srdma_dbg("open_xrcd: no XRC domain for this file and no "
 			  "O_CREAT");
-		flock(fd, LOCK_UN);
-		return -EAGAIN;
+		return -EAGAIN;		/* still holding LOCK_EX */
 	}
 	if (exists && (oflags & O_EXCL)) {
 		srdma_dbg("open_xrcd: O_EXCL, but the XRC domain of this file "
@@ -121,12 +158,50 @@ static int domain_join(int fd, int oflags)
 	return 0;
 }
 
+/*
+ * Become a holder of the domain of inode @st: @x->lock_fd holds the
+ * shared lock of its file, which is still the file the name leads to.
+ */
+static int domain_hold(struct srdma_context *ctx, struct srdma_xrcd *x,
+		       const struct stat *st, int oflags)
+{
+	unsigned int tries;
+	int fd, ret;
+
+	domain_name(x->lock_name, sizeof(x->lock_name), st);
+	for (tries = 0; tries < 1000; tries++) {
+		fd = domain_file(ctx, x->lock_name);
+		if (fd < 0)
+			return fd;
+		ret = domain_join(fd, oflags);
+		if (ret == -EAGAIN) {
+			/* Nobody holds it: the file goes with us. */
+			domain_leave(ctx, fd, x->lock_name);
+			return ret;
+		}
+		if (ret) {
+			close(fd);
+			return ret;
+		}
+		if (domain_file_current(ctx, fd, x->lock_name)) {
+			x->lock_fd = fd;
+			return 0;
+		}
+		/* Its last holder removed it between our open and our
+		 * lock: that domain ended; look again. */
+		close(fd);
+	}
+	srdma_dbg("open_xrcd: %s/%s keeps being replaced", ctx->host.dir,
+		  x->lock_name);
+	return -EAGAIN;
+}
+
 int srdma_xrcd_open(struct srdma_context *ctx, struct ibv_xrcd_init_attr *a,
 		    struct srdma_xrcd **out)
 {
 	struct srdma_xrcd *x;
 	struct stat st;
-	int fd = -1, ret;
+	int ret;
 
 	if (!a)
 		return -EINVAL;
@@ -165,25 +240,20 @@ int srdma_xrcd_open(struct srdma_context *ctx, struct ibv_xrcd_init_attr *a,
 		}
 		x->id[0] = SRDMA_XRCD_INODE | (uint64_t)st.st_dev;
 		x->id[1] = (uint64_t)st.st_ino;
-		fd = domain_file(ctx, &st);
-		if (fd < 0) {
-			ret = fd;
-			goto err_free;
-		}
-		ret = domain_join(fd, a->oflags);
+		ret = domain_hold(ctx, x, &st, a->oflags);
 		if (ret)
-			goto err_close;
-		x->lock_fd = fd;
+			goto err_free;
 	}
 	ret = srdma_handle_add(x, SRDMA_OBJ_XRCD);
 	if (ret)
-		goto err_close;
+		goto err_leave;
 	*out = x;
 	return 0;
 
-err_close:
-	if (fd >= 0)
-		close(fd);
+err_leave:
+	if (x->lock_fd >= 0)
+		domain_leave(ctx, x->lock_fd, x->lock_name);
+	x->lock_fd = -1;
 err_free:
 	xrcd_put(x);
 	return ret;
@@ -216,8 +286,8 @@ int srdma_xrcd_close(struct ibv_xrcd *ibxrcd)
 		return -EINVAL;
 	}
 	pthread_mutex_unlock(&ctx->lock);
-	if (x->lock_fd >= 0)
-		close(x->lock_fd);	/* drops our hold on the domain */
+	if (x->lock_fd >= 0)	/* drops our hold on the domain */
+		domain_leave(ctx, x->lock_fd, x->lock_name);
 	x->lock_fd = -1;
 	xrcd_put(x);
 	return 0;

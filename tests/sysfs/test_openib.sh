@@ -45,13 +45,13 @@ for np in 2 4; do
 		--mca btl_base_verbose 100 \
 		"$PROG" >"$WORK/out.$np" 2>&1
 	rc=$?
-	grep -E "^(pingpong|PASS|FAIL)" "$WORK/out.$np" | diag
+	grep -E "^(wireup|pingpong|PASS|FAIL)" "$WORK/out.$np" | diag
 	if [ $rc -eq 0 ] && grep -q "^PASS: $np ranks, 0 bad" "$WORK/out.$np" &&
 		grep -q "openib: using port srdma0:1" "$WORK/out.$np"; then
 		ok "$np ranks over openib: ping-pong 1 B..2 MiB and allreduce checked"
 	else
 		not_ok "$np ranks over openib (exit $rc)"
-		grep -vE "^(pingpong|PASS)" "$WORK/out.$np" | tail -40 | diag
+		grep -vE "^(wireup|pingpong|PASS)" "$WORK/out.$np" | tail -40 | diag
 	fi
 done
 # The same 2-rank run over shared memory, for the figures only.
@@ -59,7 +59,7 @@ timeout 120 mpirun $root --oversubscribe -np 2 --mca pml ob1 \
 	--mca btl vader,self "$PROG" >"$WORK/out.vader" 2>&1
 rc=$?
 echo "# for comparison, 2 ranks over shared memory (btl vader,self):"
-grep -E "^(pingpong|PASS|FAIL)" "$WORK/out.vader" | diag
+grep -E "^(wireup|pingpong|PASS|FAIL)" "$WORK/out.vader" | diag
 if [ $rc -eq 0 ] && grep -q "^PASS: 2 ranks, 0 bad" "$WORK/out.vader"; then
 	ok "2 ranks over vader (reference)"
 else

@@ -315,7 +315,12 @@ struct srdma_shm_cq {
 	uint32_t limit;			/* the application's cqe; as size */
 	uint32_t flags;			/* SRDMA_CQF_*; immutable while LIVE */
 	uint32_t reserved0;
-	uint64_t reserved[3];
+	_Atomic uint64_t notified;	/* whoever claims an arming: the
+					 * position after the CQE its event is
+					 * for (mlx4's last_notified_index);
+					 * the owner reads it when arming.
+					 * Formerly reserved (zero). */
+	uint64_t reserved[2];
 };
 static_assert(sizeof(struct srdma_shm_cq) == 128, "CQ entry is ABI");
 
