@@ -687,3 +687,41 @@ int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc)
 	pthread_mutex_unlock(&cq->poll_lock);
 	return i;
 }
+
+/* Where @cq stands: CQEs produced and consumed so far (positions). */
+static void cq_positions(struct srdma_cq *cq, uint64_t *prod, uint64_t *cons)
+{
+	srdma_shm_lock(&cq->sh->plock);
+	*prod = cq->sh->prod;
+	srdma_shm_unlock(&cq->sh->plock);
+	*cons = atomic_load_explicit(&cq->sh->cons, memory_order_acquire);
+}
+
+int srdma_qp_cq_marks(struct srdma_context *ctx, uint32_t qpn,
+		      struct srdma_cq_marks *m)
+{
+	uint32_t slot = qpn & ((1u << SRDMA_QPN_SHIFT) - 1);
+	struct srdma_cq *cq[2] = {NULL, NULL};
+	struct srdma_qp *qp;
+	int i;
+
+	pthread_mutex_lock(&ctx->lock);
+	qp = qpn >> SRDMA_QPN_SHIFT == ctx->host.lid
+		     ? srdma_qp_by_slot(ctx, slot)
+		     : NULL;
+	if (!qp || qp->opened || qp->zombie) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -ENOENT;
+	}
+	cq[0] = qp->send_cq;
+	cq[1] = qp->recv_cq;
+	/* ctx->lock keeps the QP, and so its CQs, alive. */
+	for (i = 0; i < 2; i++) {
+		if (cq[i])
+			cq_positions(cq[i], &m->prod[i], &m->cons[i]);
+		else
+			m->prod[i] = m->cons[i] = 0;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
