@@ -268,7 +268,8 @@ void srdma_cm_event_disconnected(struct cm_id *id, int status)
 
 	if (!hold || !qpn || id->held ||
 	    srdma_priv_qp_cq_marks(id->dev->verbs, qpn, &m) ||
-	    (m.cons[0] >= m.prod[0] && m.cons[1] >= m.prod[1])) {
+	    (m.cons[0] >= m.prod[0] && m.cons[1] >= m.prod[1] &&
+	     !m.sq_busy)) {
 		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED,
 				    status, NULL);
 		return;
@@ -285,13 +286,15 @@ void srdma_cm_event_disconnected(struct cm_id *id, int status)
 	id->held_qpn = qpn;
 	for (i = 0; i < 2; i++)
 		id->held_mark[i] = m.prod[i];
+	id->held_sends = m.sq_busy != 0;
 	id->held_until_ms = srdma_cm_now_ms() + hold;
 	cm.n_held++;
 	srdma_dbg("id %p: DISCONNECTED held until QP %#x's CQs are polled "
-		  "(send %llu/%llu, recv %llu/%llu polled), %u ms at most",
+		  "(send %llu/%llu, recv %llu/%llu polled, %u sends without "
+		  "completion), %u ms at most",
 		  (void *)&id->id, qpn, (unsigned long long)m.cons[0],
 		  (unsigned long long)m.prod[0], (unsigned long long)m.cons[1],
-		  (unsigned long long)m.prod[1], hold);
+		  (unsigned long long)m.prod[1], m.sq_busy, hold);
 	srdma_cm_loop_kick();
 }
 
@@ -315,8 +318,12 @@ void srdma_cm_held_release(struct cm_id *id)
 		srdma_cm_event_push(id, ev);
 }
 
-/* Has the application polled what @id's QP had at the disconnect? */
-static bool held_polled(const struct cm_id *id)
+/*
+ * Has the application polled what @id's QP had at the disconnect? Sends
+ * still without a completion then (between hosts: the peer's ACK on its
+ * way) are waited for, and their completions must be polled too.
+ */
+static bool held_polled(struct cm_id *id)
 {
 	struct srdma_priv_cq_marks m;
 	int i;
@@ -324,6 +331,16 @@ static bool held_polled(const struct cm_id *id)
 	/* The QP is gone (or another's): nothing left to poll. */
 	if (srdma_priv_qp_cq_marks(id->dev->verbs, id->held_qpn, &m))
 		return true;
+	if (m.sq_busy) {
+		id->held_sends = true;
+		return false;
+	}
+	if (id->held_sends) {
+		/* Their completions are in the send CQ now. */
+		id->held_sends = false;
+		if (id->held_mark[0] < m.prod[0])
+			id->held_mark[0] = m.prod[0];
+	}
 	for (i = 0; i < 2; i++) {
 		/* A QP destroyed meanwhile had its CQEs cleaned out, which
 		 * lowers prod: then an empty CQ will do. */

@@ -188,12 +188,14 @@ struct cm_id {
 	 * A DISCONNECTED held back until the application has polled the
 	 * completions its QP had when the peer left (cma_event.c), or
 	 * NULL; counted in cm.n_held. held_qpn: that QP; held_mark: its
-	 * send and receive CQs' prod then; held_until_ms: delivered by
-	 * then whatever the CQs say.
+	 * send and receive CQs' prod then; held_sends: sends of the QP
+	 * had no completion yet at the last look; held_until_ms: delivered
+	 * by then whatever the CQs say.
 	 */
 	struct cm_event *held;
 	uint32_t held_qpn;
 	uint64_t held_mark[2];
+	bool held_sends;
 	uint64_t held_until_ms;
 };
 
@@ -322,9 +324,11 @@ void srdma_cm_event_push(struct cm_id *id, struct cm_event *ev);
 /**
  * srdma_cm_event_disconnected() - report DISCONNECTED (@status) on @id,
  * whose peer left. When @id's QP has completions the application has
- * not polled yet, the event is held back until it has polled them (or
- * for SRDMA_CM_DISC_HOLD_MS at most), so that it never learns of the
- * disconnect before it can see what the peer sent before leaving.
+ * not polled yet, or sends without a completion yet, the event is held
+ * back until those completions are in and polled (or for
+ * SRDMA_CM_DISC_HOLD_MS at most), so that the application never learns
+ * of the disconnect before it can see what the peer sent before leaving
+ * and what became of its own last sends.
  * Requires cm.lock. Cannot fail (as srdma_cm_event_post()).
  */
 void srdma_cm_event_disconnected(struct cm_id *id, int status);

@@ -20,6 +20,7 @@
 struct srdma_priv_cq_marks {
 	uint64_t prod[2]; /* CQEs produced so far (a position) */
 	uint64_t cons[2]; /* CQEs polled so far (a position) */
+	uint32_t sq_busy; /* send WRs whose CQE is not in the CQ yet */
 };
 
 /**
@@ -27,12 +28,14 @@ struct srdma_priv_cq_marks {
  * of @ctx stand: how many CQEs were produced and how many polled, as
  * positions that only grow (except that destroying or resetting a QP
  * cleans its CQEs out, which lowers prod). A CQ the QP lacks reads 0/0.
+ * And how many send WRs of the QP have no CQE yet: waiting for the peer's
+ * receive (RNR) or, between hosts, for its ACK.
  * @ctx: a context of this library
  * @qpn: the QP's number; a destroyed QP is looked up safely
  * @m:   the reading
  * Return: 0, or -ENOENT when @ctx has no such QP (destroyed, opened
  * from another context, or @ctx inherited across fork()).
- * Context: any thread; takes the context's lock briefly.
+ * Context: any thread; takes the context's and the QP's locks briefly.
  */
 int srdma_priv_qp_cq_marks(struct ibv_context *ctx, uint32_t qpn,
 			   struct srdma_priv_cq_marks *m);

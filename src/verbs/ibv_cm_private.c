@@ -34,5 +34,6 @@ SRDMA_EXPORT int srdma_priv_qp_cq_marks(struct ibv_context *ctx, uint32_t qpn,
 		return ret;
 	memcpy(m->prod, cm.prod, sizeof(m->prod));
 	memcpy(m->cons, cm.cons, sizeof(m->cons));
+	m->sq_busy = cm.sq_busy;
 	return 0;
 }
