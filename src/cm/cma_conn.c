@@ -98,9 +98,16 @@ static void conn_finish(struct cm_id *id, enum cm_state state)
 static void post_disconnected(struct cm_id *id, int status)
 {
 	/* Callers are connected states: DISCONNECTED is reported once. */
+	bool ours = id->state == CM_DISCONNECTING;
+
 	id->deadline_ms = 0;
-	srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED, status,
-			    NULL);
+	/* The peer's leaving waits for the completions it left behind;
+	 * the end of our own rdma_disconnect does not. */
+	if (ours)
+		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED,
+				    status, NULL);
+	else
+		srdma_cm_event_disconnected(id, status);
 	conn_finish(id, CM_DISCONNECTED);
 }
 
@@ -706,8 +713,10 @@ SRDMA_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	case CM_DISCONNECTED:
 		/*
 		 * The peer went first: our QP follows, and a sync id still
-		 * collects the DISCONNECTED it has not consumed yet.
+		 * collects the DISCONNECTED it has not consumed yet, now
+		 * if it was held back for the QP's completions.
 		 */
+		srdma_cm_held_release(cid);
 		srdma_cm_qp_error(cid);
 		wait = cid->sync && cid->events_queued;
 		break;

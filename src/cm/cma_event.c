@@ -40,6 +40,7 @@
 
 #include "cm/cma_int.h"
 #include "util/log.h"
+#include "verbs/cm_private.h"
 
 int srdma_cm_channel_new(bool internal, struct cm_channel **out)
 {
@@ -231,6 +232,154 @@ void srdma_cm_event_push(struct cm_id *id, struct cm_event *ev)
 	channel_push(id->chan, ev);
 }
 
+/* SRDMA_CM_DISC_HOLD_MS, else the default. */
+static unsigned int disc_hold_ms(void)
+{
+	const char *env = getenv("SRDMA_CM_DISC_HOLD_MS");
+	char *end;
+
+	if (env && *env) {
+		unsigned long v = strtoul(env, &end, 10);
+
+		if (!*end && v <= 60000)
+			return (unsigned int)v;
+		srdma_warn("SRDMA_CM_DISC_HOLD_MS='%s' is not 0..60000 ms: "
+			   "ignored", env);
+	}
+	return SRDMA_CM_DISC_HOLD_MS;
+}
+
+/* The QP whose completions a DISCONNECTED of @id waits for, or 0. */
+static uint32_t held_qpn_of(const struct cm_id *id)
+{
+	if (!id->dev || (id->id.qp_type != IBV_QPT_RC &&
+			 id->id.qp_type != IBV_QPT_UC))
+		return 0;
+	return id->id.qp ? id->id.qp->qp_num : id->conn.qpn;
+}
+
+void srdma_cm_event_disconnected(struct cm_id *id, int status)
+{
+	struct srdma_priv_cq_marks m;
+	unsigned int hold = disc_hold_ms();
+	uint32_t qpn = held_qpn_of(id);
+	struct cm_event *ev;
+	int i;
+
+	if (!hold || !qpn || id->held ||
+	    srdma_priv_qp_cq_marks(id->dev->verbs, qpn, &m) ||
+	    (m.cons[0] >= m.prod[0] && m.cons[1] >= m.prod[1] &&
+	     !m.sq_busy)) {
+		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED,
+				    status, NULL);
+		return;
+	}
+	ev = calloc(1, sizeof(*ev));
+	if (!ev) {
+		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED,
+				    status, NULL);
+		return;
+	}
+	ev->ev.event = RDMA_CM_EVENT_DISCONNECTED;
+	ev->ev.status = status;
+	id->held = ev;
+	id->held_qpn = qpn;
+	for (i = 0; i < 2; i++)
+		id->held_mark[i] = m.prod[i];
+	id->held_sends = m.sq_busy != 0;
+	id->held_until_ms = srdma_cm_now_ms() + hold;
+	cm.n_held++;
+	srdma_dbg("id %p: DISCONNECTED held until QP %#x's CQs are polled "
+		  "(send %llu/%llu, recv %llu/%llu polled, %u sends without "
+		  "completion), %u ms at most",
+		  (void *)&id->id, qpn, (unsigned long long)m.cons[0],
+		  (unsigned long long)m.prod[0], (unsigned long long)m.cons[1],
+		  (unsigned long long)m.prod[1], m.sq_busy, hold);
+	srdma_cm_loop_kick();
+}
+
+/* Take @id's held event off it. Requires cm.lock. */
+static struct cm_event *held_take(struct cm_id *id)
+{
+	struct cm_event *ev = id->held;
+
+	if (ev) {
+		id->held = NULL;
+		cm.n_held--;
+	}
+	return ev;
+}
+
+void srdma_cm_held_release(struct cm_id *id)
+{
+	struct cm_event *ev = held_take(id);
+
+	if (ev)
+		srdma_cm_event_push(id, ev);
+}
+
+/*
+ * Has the application polled what @id's QP had at the disconnect? Sends
+ * still without a completion then (between hosts: the peer's ACK on its
+ * way) are waited for, and their completions must be polled too.
+ */
+static bool held_polled(struct cm_id *id)
+{
+	struct srdma_priv_cq_marks m;
+	int i;
+
+	/* The QP is gone (or another's): nothing left to poll. */
+	if (srdma_priv_qp_cq_marks(id->dev->verbs, id->held_qpn, &m))
+		return true;
+	if (m.sq_busy) {
+		id->held_sends = true;
+		return false;
+	}
+	if (id->held_sends) {
+		/* Their completions are in the send CQ now. */
+		id->held_sends = false;
+		if (id->held_mark[0] < m.prod[0])
+			id->held_mark[0] = m.prod[0];
+	}
+	for (i = 0; i < 2; i++) {
+		/* A QP destroyed meanwhile had its CQEs cleaned out, which
+		 * lowers prod: then an empty CQ will do. */
+		uint64_t mark = id->held_mark[i] < m.prod[i] ? id->held_mark[i]
+							      : m.prod[i];
+
+		if (m.cons[i] < mark)
+			return false;
+	}
+	return true;
+}
+
+bool srdma_cm_held_check(void)
+{
+	uint64_t now;
+	struct cm_id *id;
+
+	if (!cm.n_held)
+		return false;
+	now = srdma_cm_now_ms();
+	for (id = cm.ids; id; id = id->next) {
+		if (!id->held)
+			continue;
+		if (held_polled(id)) {
+			srdma_dbg("id %p: QP %#x's completions polled: "
+				  "DISCONNECTED delivered", (void *)&id->id,
+				  id->held_qpn);
+		} else if (now >= id->held_until_ms) {
+			srdma_info("id %p: QP %#x's completions not polled "
+				   "in time: DISCONNECTED delivered anyway",
+				   (void *)&id->id, id->held_qpn);
+		} else {
+			continue;
+		}
+		srdma_cm_held_release(id);
+	}
+	return cm.n_held != 0;
+}
+
 void srdma_cm_events_drop_mc(struct cm_id *id, const struct cm_mcast *mc)
 {
 	struct cm_event *ev, *next;
@@ -248,6 +397,7 @@ void srdma_cm_events_drop(struct cm_id *id)
 		id->chan, id->listener ? id->listener->chan : NULL};
 	unsigned int i;
 
+	free(held_take(id));
 	for (i = 0; i < ARRAY_SIZE(chans); i++) {
 		struct cm_event *ev, *next;
 
@@ -326,6 +476,9 @@ static int channel_get(struct cm_channel *chan, struct cm_event **out)
 
 	for (;;) {
 		srdma_cm_lock();
+		/* Held DISCONNECTEDs whose completions were just polled
+		 * come now, not at the service thread's next look. */
+		(void)srdma_cm_held_check();
 		seen = atomic_load_explicit(&chan->pushed,
 					    memory_order_relaxed);
 		ev = channel_pop(chan);

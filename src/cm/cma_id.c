@@ -76,6 +76,7 @@ void srdma_cm_lock(void)
 		 * memory is simply forgotten, as with its verbs objects).
 		 */
 		cm.ids = NULL;
+		cm.n_held = 0;
 		cm.dev_open = false;
 		memset(&cm.dev, 0, sizeof(cm.dev));
 		cm.epfd = -1;

@@ -184,6 +184,19 @@ struct cm_id {
 	size_t rx_len;
 	struct cm_id *next; /* cm.ids list */
 	struct cm_mcast *mc_list; /* groups joined (cma_mcast.c) */
+	/*
+	 * A DISCONNECTED held back until the application has polled the
+	 * completions its QP had when the peer left (cma_event.c), or
+	 * NULL; counted in cm.n_held. held_qpn: that QP; held_mark: its
+	 * send and receive CQs' prod then; held_sends: sends of the QP
+	 * had no completion yet at the last look; held_until_ms: delivered
+	 * by then whatever the CQs say.
+	 */
+	struct cm_event *held;
+	uint32_t held_qpn;
+	uint64_t held_mark[2];
+	bool held_sends;
+	uint64_t held_until_ms;
 };
 
 struct cm_event {
@@ -208,6 +221,7 @@ struct cm_global {
 	int spare_fd; /* reserve for refusing connections without fds */
 	bool loop_started;
 	pid_t pid; /* process that owns this state */
+	uint32_t n_held; /* ids with a DISCONNECTED held back */
 };
 
 extern struct cm_global cm;
@@ -296,6 +310,42 @@ void srdma_cm_event_post(struct cm_id *id, struct cm_id *listen,
  * status and parameters set), for @id on its channel. Requires cm.lock.
  */
 void srdma_cm_event_push(struct cm_id *id, struct cm_event *ev);
+
+/*
+ * How long a DISCONNECTED may wait for the application to poll the
+ * completions its QP had when the peer left (SRDMA_CM_DISC_HOLD_MS
+ * overrides it; 0 never holds), and how often the service thread looks
+ * at the CQs meanwhile. docs/design/cm.md, "DISCONNECTED after the
+ * completions".
+ */
+#define SRDMA_CM_DISC_HOLD_MS	   200
+#define SRDMA_CM_DISC_HOLD_TICK_MS 1
+
+/**
+ * srdma_cm_event_disconnected() - report DISCONNECTED (@status) on @id,
+ * whose peer left. When @id's QP has completions the application has
+ * not polled yet, or sends without a completion yet, the event is held
+ * back until those completions are in and polled (or for
+ * SRDMA_CM_DISC_HOLD_MS at most), so that the application never learns
+ * of the disconnect before it can see what the peer sent before leaving
+ * and what became of its own last sends.
+ * Requires cm.lock. Cannot fail (as srdma_cm_event_post()).
+ */
+void srdma_cm_event_disconnected(struct cm_id *id, int status);
+
+/**
+ * srdma_cm_held_release() - queue @id's held DISCONNECTED now, if any
+ * (the application acted on the connection itself). Requires cm.lock.
+ */
+void srdma_cm_held_release(struct cm_id *id);
+
+/**
+ * srdma_cm_held_check() - queue every held DISCONNECTED whose QP's
+ * completions have been polled, or whose time is up.
+ * Return: true while some are still held (look again within
+ * SRDMA_CM_DISC_HOLD_TICK_MS). Requires cm.lock.
+ */
+bool srdma_cm_held_check(void);
 
 /* Unqueue @id's not-yet-retrieved events of join @mc (rdma_leave_multicast,
  * as the kernel's ucma). Requires cm.lock. */

@@ -336,6 +336,10 @@ static int next_timeout(void)
 	for (id = cm.ids; id; id = id->next)
 		if (id->deadline_ms && (!first || id->deadline_ms < first))
 			first = id->deadline_ms;
+	/* A held DISCONNECTED: look at its QP's CQs again soon. */
+	if (cm.n_held &&
+	    (!first || first > now + SRDMA_CM_DISC_HOLD_TICK_MS))
+		first = now + SRDMA_CM_DISC_HOLD_TICK_MS;
 	if (!first)
 		return -1;
 	return first <= now ? 0 : (int)(first - now);
@@ -399,6 +403,7 @@ static void *loop_main(void *arg)
 				loop_io(id, evs[i].events);
 		}
 		loop_deadlines();
+		(void)srdma_cm_held_check();
 		srdma_cm_unlock();
 	}
 }

@@ -36,6 +36,7 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/srq_tm.h"
+#include "transport/net/net.h"
 #include "util/fault.h"
 #include "util/log.h"
 
@@ -730,4 +731,48 @@ int srdma_cq_poll(struct srdma_cq *cq, int n, struct ibv_wc *wc)
 	}
 	pthread_mutex_unlock(&cq->poll_lock);
 	return i;
+}
+
+/* Where @cq stands: CQEs produced and consumed so far (positions). */
+static void cq_positions(struct srdma_cq *cq, uint64_t *prod, uint64_t *cons)
+{
+	srdma_shm_lock(&cq->sh->plock);
+	*prod = cq->sh->prod;
+	srdma_shm_unlock(&cq->sh->plock);
+	*cons = atomic_load_explicit(&cq->sh->cons, memory_order_acquire);
+}
+
+int srdma_qp_cq_marks(struct srdma_context *ctx, uint32_t qpn,
+		      struct srdma_cq_marks *m)
+{
+	uint32_t slot = qpn & ((1u << SRDMA_QPN_SHIFT) - 1);
+	struct srdma_cq *cq[2];
+	struct srdma_qp *qp;
+	int i;
+
+	pthread_mutex_lock(&ctx->lock);
+	qp = qpn >> SRDMA_QPN_SHIFT == ctx->host.lid
+		     ? srdma_qp_by_slot(ctx, slot)
+		     : NULL;
+	if (!qp || qp->opened || qp->zombie) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -ENOENT;
+	}
+	/* Destroy waits out the pin (as a progress sweep's), and a CQ
+	 * outlives its QPs: sq_lock may not be taken under ctx->lock. */
+	atomic_fetch_add(&qp->busy, 1);
+	pthread_mutex_unlock(&ctx->lock);
+	pthread_mutex_lock(&qp->sq_lock);
+	m->sq_busy = qp->n_pend + srdma_netreq_outstanding_locked(qp);
+	pthread_mutex_unlock(&qp->sq_lock);
+	cq[0] = qp->send_cq;
+	cq[1] = qp->recv_cq;
+	for (i = 0; i < 2; i++) {
+		if (cq[i])
+			cq_positions(cq[i], &m->prod[i], &m->cons[i]);
+		else
+			m->prod[i] = m->cons[i] = 0;
+	}
+	atomic_fetch_sub(&qp->busy, 1);
+	return 0;
 }

@@ -207,6 +207,27 @@ void srdma_cq_clean(struct srdma_cq *cq, uint32_t qpn);
 int srdma_cq_pop(struct srdma_cq *cq, struct srdma_shm_cqe *out);
 void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc);
 
+/* Progress of a QP's CQs: [0] its send CQ, [1] its receive CQ. */
+struct srdma_cq_marks {
+	uint64_t prod[2];	/* CQEs produced so far (a position) */
+	uint64_t cons[2];	/* CQEs polled so far (a position) */
+	uint32_t sq_busy;	/* send WRs whose CQE is not in the CQ yet */
+};
+
+/**
+ * srdma_qp_cq_marks() - where the CQs of QP @qpn of @ctx stand. The CM
+ * compares two readings to learn whether the application has polled the
+ * completions present at the first (cma_event.c, DISCONNECTED). A CQ
+ * the QP lacks reads 0/0. Positions only grow, but cleaning a destroyed
+ * QP's CQEs out lowers prod. Also how many of its send WRs have no CQE
+ * yet (deferred, or not acknowledged by a net peer).
+ * Return: 0, or -ENOENT when @ctx has no such QP (destroyed, or another
+ * context's). Context: any thread; pins the QP under ctx->lock, then
+ * takes its sq_lock and each CQ's plock without it.
+ */
+int srdma_qp_cq_marks(struct srdma_context *ctx, uint32_t qpn,
+		      struct srdma_cq_marks *m);
+
 /**
  * srdma_aev_post() - queue async event @type of object (@obj, @slot, @gen)
  * in the async queue of @p's context (NULL: our own) and wake its owner's

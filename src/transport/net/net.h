@@ -414,6 +414,9 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *w);
 /* Complete every queued or unacknowledged WQE with IBV_WC_WR_FLUSH_ERR.
  * Context: qp->sq_lock held (QP in ERR, or being destroyed). */
 void srdma_netreq_flush_locked(struct srdma_qp *qp);
+/* WRs posted on @qp's net requester whose completion is not in the CQ
+ * yet (queued, in flight or unacknowledged). Context: qp->sq_lock held. */
+uint32_t srdma_netreq_outstanding_locked(struct srdma_qp *qp);
 /*
  * Test hooks of req.c (tests/unit/test_net_req.c), NULL in the library:
  * when srdma_netreq_tx_hook is set, packets go to it instead of

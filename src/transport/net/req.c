@@ -1561,3 +1561,10 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn)
 	r->ntx = 0;
 	atomic_store_explicit(&nq->deadline_ns, 0, memory_order_relaxed);
 }
+
+uint32_t srdma_netreq_outstanding_locked(struct srdma_qp *qp)
+{
+	struct srdma_netreq *r = qp->net ? qp->net->req : NULL;
+
+	return r ? r->tail - r->head : 0;
+}
