@@ -330,3 +330,13 @@ srdma_net_props(net.raw_wire 120)
 # rdma_xserver / rdma_xclient over XRC through rdma_cm, across two hosts.
 srdma_net_cm(net.cm.rdma_xserver_xclient_xrc cm
 	@server rdma_xserver -c x @client rdma_xclient -c x -s @ADDR)
+
+# An application that polls an empty CQ for good (a perftest client whose
+# server died) must not keep our threads waking (poll_idle.c): a few UD
+# datagrams to a QPN of no context, then 1 s of empty polls, inside one
+# test host (net_func.sh: SRDMA_TRANSPORT=net, packets seen on the wire).
+add_executable(net_poll_idle ${SRDMA_NET_DIR}/poll_idle.c)
+target_link_libraries(net_poll_idle PRIVATE ibverbs)
+add_test(NAME net.poll_idle
+	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:net_poll_idle>)
+srdma_net_props(net.poll_idle 120)
