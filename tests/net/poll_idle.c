@@ -23,7 +23,9 @@
  * the net progress thread is one); more than MAX_WAKEUPS (default 10)
  * fails: the thread kept waking to look after an application that only
  * polls (one wake-up per poll-mode window, 50 in 1 s here, over 3000 in
- * 1 s with the default window in a CI run of peer_death.sh).
+ * 1 s with the default window in a CI run of peer_death.sh). Then 0.3 s
+ * of back-to-back sends whose datagrams our polls receive: poll mode
+ * must start again (traffic(), at most 2 wake-ups per window).
  *
  * GID_INDEX: the GID to send from and to (default: the first IPv4-mapped
  * entry of port 1). Run it with SRDMA_TRANSPORT=net on an Ethernet port
@@ -46,10 +48,11 @@
 #define QKEY 0x11111111u
 #define DEAD_QPN 0xfffff1u	/* a QPN of no context (its LID is unused) */
 #define NSENDS 8
-#define LOOP_MS 1700
+#define LOOP_MS 1900
 #define MEASURE_MS 1000
-#define POLL_US "20000"	/* SRDMA_NET_POLL_US, unless set */
-#define AWAY_US 3000	/* not polling after a send, < POLL_US */
+#define POLL_US "40000"	/* SRDMA_NET_POLL_US, unless set */
+#define AWAY_US 10000	/* not polling after a send, < POLL_US */
+#define BURST_MS 300	/* traffic again, after the idle second */
 
 static void die(const char *what)
 {
@@ -93,6 +96,67 @@ static long side_switches(void)
 	}
 	closedir(d);
 	return n;
+}
+
+/*
+ * Traffic again after the idle second: UD sends, back to back for
+ * BURST_MS, whose datagrams our own polls receive (most of them before
+ * the progress thread could). Poll mode must start again: with the
+ * socket left in the thread's epoll set, each datagram would wake the
+ * thread in the kernel only for it to find the socket drained and sleep
+ * again, and the thread would never learn that we receive again. In
+ * poll mode the thread wakes about once per window. Return: 0, or 1
+ * (said why).
+ */
+static int traffic(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_ah *ah,
+		   char *msg, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)msg, len, 0 };
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_wc wc[NSENDS];
+	long w0 = side_switches(), w, max = 2 * BURST_MS * 1000 /
+					       atol(POLL_US) + 10;
+	uint64_t t0 = now_ms(), sent = 0, done = 0;
+	int n, i;
+
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = DEAD_QPN;
+	wr.wr.ud.remote_qkey = QKEY;
+	while (now_ms() - t0 < BURST_MS) {
+		/* One WR in NSENDS signaled: the polls mostly find the CQ
+		 * empty, so they receive (the inline path runs on empty
+		 * polls only). */
+		if (sent - done * NSENDS < NSENDS) {
+			wr.wr_id = sent;
+			wr.send_flags = IBV_SEND_INLINE;
+			if (sent % NSENDS == NSENDS - 1)
+				wr.send_flags |= IBV_SEND_SIGNALED;
+			if (ibv_post_send(qp, &wr, &bad))
+				die("ibv_post_send");
+			sent++;
+		}
+		n = ibv_poll_cq(cq, NSENDS, wc);
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "poll_idle: FAIL: burst send: %s\n",
+					ibv_wc_status_str(wc[i].status));
+				return 1;
+			}
+			done++;
+		}
+	}
+	w = side_switches() - w0;
+	printf("poll_idle: then %llu sends in %d ms, %ld wake-ups of other threads\n",
+	       (unsigned long long)sent, BURST_MS, w);
+	if (w > max) {
+		fprintf(stderr, "poll_idle: FAIL: softrdma's threads woke %ld times in %d ms of traffic received by our polls (at most %ld): poll mode did not start again\n",
+			w, BURST_MS, max);
+		return 1;
+	}
+	return 0;
 }
 
 static int find_gid(struct ibv_context *ctx)
@@ -228,6 +292,8 @@ int main(int argc, char **argv)
 			w, max_wakeups);
 		return 1;
 	}
+	if (traffic(qp, cq, ah, msg, sizeof(msg)))
+		return 1;
 	ibv_destroy_ah(ah);
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);

@@ -141,12 +141,13 @@ struct srdma_net_ctx {
 	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
 	_Atomic uint64_t poll_until;
 	_Atomic bool udp_off;
-	/* Idle poll mode (poll_idle), thread only: st.inline_rx as last
-	 * seen, since when, and whether the thread stands down (the socket
-	 * back in its set although the application still polls) until a
-	 * datagram wakes it. */
+	/* Idle poll mode (poll_idle): st.inline_rx as last seen and since
+	 * when (thread only); idle_standby: the thread stands down (the
+	 * socket back in its set although the application still polls)
+	 * until a datagram wakes it or the application receives again
+	 * (set by the thread, cleared by either). */
 	uint64_t idle_rx, idle_since;
-	bool idle_standby;
+	_Atomic bool idle_standby;
 	/* The last ibv_req_notify_cq / ibv_get_cq_event (srdma_net_poll_end),
 	 * 0 for none: the application waits for events (no held ACKs). */
 	_Atomic uint64_t event_ns;
@@ -859,18 +860,18 @@ static int fault_emit(void *arg, const struct srdma_wire_path *p,
  * each window to see whether it may take the socket back, would wake
  * every poll_ns for as long (thousands of times a second). So once the
  * application's polls have received nothing for POLL_IDLE_WINDOWS
- * windows, the thread takes the socket back and sleeps on it (standby):
- * the next datagram wakes it once, and poll mode starts again from
- * there (@rx: this wake-up was for the socket). Thread only.
+ * windows, the thread takes the socket back and sleeps on it (standby).
+ * Poll mode starts again when a datagram wakes the thread, or when the
+ * application receives one first (it drains the socket before the
+ * thread runs, and the thread's epoll then goes back to sleep in the
+ * kernel: srdma_net_progress kicks it out of standby). Thread only.
  */
-static bool poll_idle(struct srdma_net_ctx *ep, uint64_t now, bool rx)
+static bool poll_idle(struct srdma_net_ctx *ep, uint64_t now)
 {
 	uint64_t n = atomic_load_explicit(&ep->st.inline_rx,
 					  memory_order_relaxed);
 
-	if (rx)
-		ep->idle_standby = false;
-	if (ep->idle_standby)
+	if (atomic_load(&ep->idle_standby))
 		return true;
 	if (!atomic_load_explicit(&ep->udp_off, memory_order_relaxed) ||
 	    n != ep->idle_rx) {
@@ -883,7 +884,7 @@ static bool poll_idle(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 	srdma_dbg("lid %u: poll mode idle for %llu us: the thread takes the socket back",
 		  ep->id.lid,
 		  (unsigned long long)(now - ep->idle_since) / 1000u);
-	ep->idle_standby = true;
+	atomic_store(&ep->idle_standby, true);
 	return true;
 }
 
@@ -899,7 +900,9 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 	struct epoll_event ev = { .events = 0, .data.fd = ep->udp };
 	uint64_t until = atomic_load(&ep->poll_until);
 
-	if (until > now && poll_idle(ep, now, rx))
+	if (rx || until <= now)
+		atomic_store(&ep->idle_standby, false);
+	if (until > now && poll_idle(ep, now))
 		until = 0;
 	if (until > now && !atomic_load_explicit(&ep->udp_off,
 						 memory_order_relaxed)) {
@@ -1675,6 +1678,12 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	if (n) {
 		/* (An empty poll writes no shared counter.) */
 		cnt(&ep->st.inline_rx, (uint64_t)n);
+		/* Receiving again: poll mode again (see poll_idle). */
+		if (atomic_load_explicit(&ep->idle_standby,
+					 memory_order_relaxed) &&
+		    atomic_exchange(&ep->idle_standby, false) &&
+		    write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
+			srdma_dbg("eventfd: %s", strerror(errno));
 		if (ep->fault)
 			fault_tick(ep);
 		now = srdma_net_now_ns();
