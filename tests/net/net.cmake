@@ -127,9 +127,19 @@ srdma_net_pair(net.ib_read_bw_jumbo bw MTU 9000
 # fewer and smaller messages. Multi-packet messages all the same (16 KiB
 # = 16 packets at path MTU 1024): FIRST/MIDDLE/LAST losses are exercised.
 # TAG|SPEC|ping-pongs|bw messages|atomics: 10% loss costs a timeout for
-# most lost tails, so it moves less.
-foreach(f "loss1|loss=1%|100|200|1000" "loss10|loss=10%|50|100|300"
+# most lost tails, so it moves less. Both sides run SPEC, so a datagram
+# meets the sender's tx faults and the receiver's rx faults: lossN loses
+# N% of the datagrams as half at each end. (loss=10% on both sides lost
+# 19% of them and 34% of the round trips, and 8 lost round trips in a
+# row, a request's retry_cnt 7 spent, failed about 1 run in 100:
+# net.fault_budget checks that chance for each line.)
+set(SRDMA_NET_FAULTS "loss1|tx.loss=0.5%,rx.loss=0.5%|100|200|1000"
+	"loss10|tx.loss=5%,rx.loss=5%|50|100|300"
 	"dupreorder|dup=1%,reorder=1%|100|200|1000")
+add_test(NAME net.fault_budget
+	COMMAND python3 ${SRDMA_NET_DIR}/fault_budget.py ${SRDMA_NET_FAULTS})
+set_tests_properties(net.fault_budget PROPERTIES TIMEOUT 30 LABELS net)
+foreach(f ${SRDMA_NET_FAULTS})
 	string(REPLACE "|" ";" f "${f}")
 	list(GET f 0 tag)
 	list(GET f 1 spec)
@@ -330,3 +340,13 @@ srdma_net_props(net.raw_wire 120)
 # rdma_xserver / rdma_xclient over XRC through rdma_cm, across two hosts.
 srdma_net_cm(net.cm.rdma_xserver_xclient_xrc cm
 	@server rdma_xserver -c x @client rdma_xclient -c x -s @ADDR)
+
+# An application that polls an empty CQ for good (a perftest client whose
+# server died) must not keep our threads waking (poll_idle.c): a few UD
+# datagrams to a QPN of no context, then 1 s of empty polls, inside one
+# test host (net_func.sh: SRDMA_TRANSPORT=net, packets seen on the wire).
+add_executable(net_poll_idle ${SRDMA_NET_DIR}/poll_idle.c)
+target_link_libraries(net_poll_idle PRIVATE ibverbs)
+add_test(NAME net.poll_idle
+	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:net_poll_idle>)
+srdma_net_props(net.poll_idle 120)

@@ -88,6 +88,9 @@
 #define GSO_BYTES SRDMA_WIRE_GSO_BYTES
 #define QP_SLOTS (1u << SRDMA_QPN_SHIFT)
 #define SRDMA_NET_POLL_US_DEFAULT 200	/* poll mode after an inline poll */
+/* Poll mode ends for the thread after this many windows in which the
+ * polling application received nothing (poll_idle). */
+#define POLL_IDLE_WINDOWS 4
 #define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
 
 struct srdma_net_ctx {
@@ -138,6 +141,13 @@ struct srdma_net_ctx {
 	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
 	_Atomic uint64_t poll_until;
 	_Atomic bool udp_off;
+	/* Idle poll mode (poll_idle): st.inline_rx as last seen and since
+	 * when (thread only); idle_standby: the thread stands down (the
+	 * socket back in its set although the application still polls)
+	 * until a datagram wakes it or the application receives again
+	 * (set by the thread, cleared by either). */
+	uint64_t idle_rx, idle_since;
+	_Atomic bool idle_standby;
 	/* The last ibv_req_notify_cq / ibv_get_cq_event (srdma_net_poll_end),
 	 * 0 for none: the application waits for events (no held ACKs). */
 	_Atomic uint64_t event_ns;
@@ -844,16 +854,56 @@ static int fault_emit(void *arg, const struct srdma_wire_path *p,
 		      const struct iovec *iov, int n);
 
 /*
+ * Is poll mode idle? An application that polls an empty CQ for good (a
+ * peer that died; perftest's own loop waiting for a message that cannot
+ * come) keeps moving poll_until, and the thread, waking at the end of
+ * each window to see whether it may take the socket back, would wake
+ * every poll_ns for as long (thousands of times a second). So once the
+ * application's polls have received nothing for POLL_IDLE_WINDOWS
+ * windows, the thread takes the socket back and sleeps on it (standby).
+ * Poll mode starts again when a datagram wakes the thread, or when the
+ * application receives one first (it drains the socket before the
+ * thread runs, and the thread's epoll then goes back to sleep in the
+ * kernel: srdma_net_progress kicks it out of standby). Thread only.
+ */
+static bool poll_idle(struct srdma_net_ctx *ep, uint64_t now)
+{
+	uint64_t n = atomic_load_explicit(&ep->st.inline_rx,
+					  memory_order_relaxed);
+
+	if (atomic_load(&ep->idle_standby))
+		return true;
+	if (!atomic_load_explicit(&ep->udp_off, memory_order_relaxed) ||
+	    n != ep->idle_rx) {
+		ep->idle_rx = n;
+		ep->idle_since = now;
+		return false;
+	}
+	if (now - ep->idle_since < POLL_IDLE_WINDOWS * ep->poll_ns)
+		return false;
+	srdma_dbg("lid %u: poll mode idle for %llu us: the thread takes the socket back",
+		  ep->id.lid,
+		  (unsigned long long)(now - ep->idle_since) / 1000u);
+	atomic_store(&ep->idle_standby, true);
+	return true;
+}
+
+/*
  * Poll mode: should the UDP socket be out of the thread's epoll set now?
  * Moves it in or out (level-triggered: datagrams queued while it was out
- * wake the thread at once when it comes back). Thread only.
+ * wake the thread at once when it comes back). Not while poll mode is
+ * idle (poll_idle; @rx: the thread woke for the socket). Thread only.
  * Return: the end of poll mode (0: off).
  */
-static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now)
+static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 {
 	struct epoll_event ev = { .events = 0, .data.fd = ep->udp };
 	uint64_t until = atomic_load(&ep->poll_until);
 
+	if (rx || until <= now)
+		atomic_store(&ep->idle_standby, false);
+	if (until > now && poll_idle(ep, now))
+		until = 0;
 	if (until > now && !atomic_load_explicit(&ep->udp_off,
 						 memory_order_relaxed)) {
 		/* Out first, then look again: an application that ends poll
@@ -887,7 +937,7 @@ static void *progress_thread(void *arg)
 	struct epoll_event ev[4];
 	uint64_t now, next, until, reqs, fault_next = 0;
 	struct timespec ts;
-	bool timed, rx, fwd, settle;
+	bool timed, rx = false, fwd, settle;
 	int n, i;
 
 	while (!atomic_load_explicit(&ep->stop, memory_order_acquire)) {
@@ -909,7 +959,7 @@ static void *progress_thread(void *arg)
 		}
 		/* The application polls: sleep until it may have stopped,
 		 * then take the socket back (and drain what it left). */
-		until = ep->poll_ns ? poll_mode(ep, now) : 0;
+		until = ep->poll_ns ? poll_mode(ep, now, rx) : 0;
 		if (until) {
 			/* Held ACKs are the polling application's to send
 			 * (srdma_net_progress watches ep->ack_due); we come
@@ -1628,6 +1678,12 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	if (n) {
 		/* (An empty poll writes no shared counter.) */
 		cnt(&ep->st.inline_rx, (uint64_t)n);
+		/* Receiving again: poll mode again (see poll_idle). */
+		if (atomic_load_explicit(&ep->idle_standby,
+					 memory_order_relaxed) &&
+		    atomic_exchange(&ep->idle_standby, false) &&
+		    write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
+			srdma_dbg("eventfd: %s", strerror(errno));
 		if (ep->fault)
 			fault_tick(ep);
 		now = srdma_net_now_ns();

@@ -339,6 +339,26 @@ static int release(struct held *e, srdma_netfault_emit_fn emit,
 	return ret;
 }
 
+/* Say which datagram was lost on purpose (SRDMA_LOG=debug): the n-th of
+ * its direction, and its BTH's opcode and PSN when it has one, so that a
+ * run's retransmissions can be matched with the losses that caused them. */
+static void lost_dbg(enum srdma_netfault_dir d, uint64_t nth,
+		     const struct iovec *iov, int n)
+{
+	const uint8_t *b = n >= 1 ? iov[0].iov_base : NULL;
+
+	if (b && iov[0].iov_len >= 12)
+		srdma_dbg("%s datagram %llu lost (opcode %#x, PSN %#x)",
+			  d == SRDMA_NETFAULT_TX ? "tx" : "rx",
+			  (unsigned long long)nth, b[0],
+			  (unsigned int)b[9] << 16 | (unsigned int)b[10] << 8 |
+				  b[11]);
+	else
+		srdma_dbg("%s datagram %llu lost",
+			  d == SRDMA_NETFAULT_TX ? "tx" : "rx",
+			  (unsigned long long)nth);
+}
+
 /*
  * Decide the fate of one datagram of direction @d (lock held): return the
  * number of copies to pass on now (0, 1, 2), holding them instead where
@@ -361,6 +381,7 @@ static int decide(struct srdma_netfault *f, enum srdma_netfault_dir d,
 	*after = NULL;
 	if (r_loss < f->loss[d]) {
 		f->st.lost[d]++;
+		lost_dbg(d, f->st.seen[d], iov, n);
 		return 0;
 	}
 	copies = r_dup < f->dup[d] ? 2 : 1;
