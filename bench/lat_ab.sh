@@ -21,7 +21,9 @@
 # udp_pingpong's minimum: the figure the machine's load moves least).
 # Both figures are one way, round trip / 2, on both sides of the ratio.
 # Environment: SRDMA_AB_ENV_<i>="VAR=x VAR2=y" adds variables to build i's
-# (1-based) runs, e.g. to compare a tunable with one build.
+# (1-based) runs, e.g. to compare a tunable with one build;
+# SRDMA_AB_UDPPP=PATH: the udp_pingpong to run (default: the first build's;
+# one that prints no minimum leaves the minima's ratios empty).
 # Exit: 0, 1 on a failed measurement, 77 without root or perftest.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +43,7 @@ shift $((OPTIND - 1))
 [ $# -ge 1 ] || { echo "usage: lat_ab.sh [opts] BUILD_DIR..." >&2; exit 2; }
 [ ${#tests[@]} -gt 0 ] || tests=(ib_write_lat)
 builds=("$@")
+udppp=${SRDMA_AB_UDPPP:-${builds[0]}/bin/udp_pingpong}
 command -v ib_write_lat >/dev/null || { echo "lat_ab: no perftest"; exit 77; }
 export SRDMA_NET_TAG=ab$$
 out=$(mktemp -d /tmp/lat_ab.XXXXXX) || exit 1
@@ -61,10 +64,10 @@ addr=$("$H" addr 1)
 failed=0
 declare -A val
 for ((r = 1; r <= rounds; r++)); do
-	"$H" run 1 -- "${builds[0]}/bin/udp_pingpong" -s >/dev/null 2>&1 &
+	"$H" run 1 -- "$udppp" -s >/dev/null 2>&1 &
 	srv=$!
 	sleep 0.2
-	read -r v vm < <("$H" run 2 -- "${builds[0]}/bin/udp_pingpong" \
+	read -r v vm < <("$H" run 2 -- "$udppp" \
 		-c "$addr" -n 20000 | awk '
 		$2 ~ /^avg_us=/ { sub("min_us=", "", $3); m = $3 }
 		$2 == "size=8" { sub("median_us=", "", $3); v = $3 }

@@ -130,6 +130,10 @@ struct srdma_net_ctx {
 	uint32_t fout_count, fout_lid;
 	uint64_t resteer_ns;		/* drain_lock: last srdma_demux_resteer */
 	uint32_t rx_requests;		/* drain_lock: requests in the last recvmmsg */
+	/* drain_lock, inline path only: requests in the whole drain, and
+	 * whether a lone ACK came (srdma_net_lone_ack) */
+	uint32_t rx_req_drain;
+	bool rx_lone_ack;
 	bool poll_inline;		/* immutable: SRDMA_NET_INLINE != 0 */
 	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
 	 * it once (relaxed) */
@@ -616,8 +620,10 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 			continue;
 		/* For drain_udp's inline path: a request came (by its BTH
 		 * opcode, judged or not). */
-		if (l >= 12 && !is_response(buf[off]))
+		if (l >= 12 && !is_response(buf[off])) {
 			ep->rx_requests++;
+			ep->rx_req_drain++;
+		}
 		rx_one(ep, buf + off, l, &path, false);
 		SRDMA_LT(SRDMA_LT_PKT);
 	}
@@ -1190,10 +1196,11 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 	ep = atomic_exchange_explicit(&ctx->net, NULL, memory_order_acq_rel);
 	if (!ep || ep_inherited(ep))
 		return;		/* a child's copy: its fds are closed */
-	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs, %llu of %llu datagrams received inline",
+	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs (%llu ended by a lone ACK), %llu of %llu datagrams received inline",
 		  ep->id.lid,
 		  (unsigned long long)atomic_load(&ep->st.wakeups),
 		  (unsigned long long)atomic_load(&ep->st.poll_handoffs),
+		  (unsigned long long)atomic_load(&ep->st.lone_acks),
 		  (unsigned long long)atomic_load(&ep->st.inline_rx),
 		  (unsigned long long)atomic_load(&ep->st.rx_dgrams));
 	atomic_store(&ep->stop, true);
@@ -1622,7 +1629,7 @@ static bool rx_pending(struct srdma_net_ctx *ep)
  * (rare, at a transition only).
  * Return: the packets handled.
  */
-static int inline_recv(struct srdma_net_ctx *ep, int budget)
+static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 {
 	int k = ep->rx_slots, n = 0, r;
 	struct msghdr *mh = &ep->msgs[k].msg_hdr;
@@ -1639,7 +1646,8 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget)
 		pthread_mutex_lock(&ep->drain_lock);
 		inline_ep = ep;
 		srdma_self_copy_batch(true);
-		ep->rx_requests = 0;
+		ep->rx_requests = ep->rx_req_drain = 0;
+		ep->rx_lone_ack = false;
 		n = rx_udp(ep, k);
 		if (!ep->rx_requests && n < budget)
 			n += drain_udp(ep, budget - n, false);
@@ -1647,6 +1655,7 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget)
 			fwd_flush(ep);
 		srdma_self_copy_batch(false);
 		SRDMA_LT(SRDMA_LT_DRAIN);
+		*lone = ep->rx_lone_ack && !ep->rx_req_drain;
 		inline_ep = NULL;
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
@@ -1654,10 +1663,39 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget)
 	return n;
 }
 
+void srdma_net_lone_ack(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = inline_ep;
+
+	if (ep && ep->ctx == ctx)
+		ep->rx_lone_ack = true;
+}
+
+/*
+ * End poll mode now: a lone ACK completed the application's last request
+ * and brought no request with it (srdma_net_lone_ack). An application
+ * that goes on polling opens the window again with its next poll (one
+ * thread wake-up more); one that stops (ib_write_lat spins on memory
+ * until the peer's reply) has that reply received by the thread after a
+ * wake-up, not after the window plus a wake-up.
+ */
+static void poll_close(struct srdma_net_ctx *ep)
+{
+	uint64_t one = 1;
+
+	atomic_store(&ep->poll_until, 0);
+	cnt(&ep->st.lone_acks, 1);
+	/* See poll_mode(): the thread sees the 0, or we see udp_off. */
+	if (atomic_load(&ep->udp_off) &&
+	    write(ep->evfd, &one, sizeof(one)) < 0)
+		srdma_dbg("eventfd: %s", strerror(errno));
+}
+
 int srdma_net_progress(struct srdma_context *ctx, int budget)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
 	uint64_t now, ack;
+	bool lone = false;
 	int n;
 
 	if (!ep || budget <= 0 || !ep->poll_inline)
@@ -1676,13 +1714,16 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	 * loaded machine, past a peer's retry budget). */
 	n = 0;
 	if (atomic_load_explicit(&ep->udp_off, memory_order_relaxed)) {
-		n = inline_recv(ep, budget);
+		n = inline_recv(ep, budget, &lone);
 	} else if (rx_pending(ep)) {
 		SRDMA_LT(SRDMA_LT_PEND);
 		if (pthread_mutex_trylock(&ep->drain_lock))
 			return 0;
 		inline_ep = ep;
+		ep->rx_req_drain = 0;
+		ep->rx_lone_ack = false;
 		n = drain(ep, budget, false, true);
+		lone = ep->rx_lone_ack && !ep->rx_req_drain;
 		inline_ep = NULL;
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
@@ -1694,6 +1735,8 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 		now = srdma_net_now_ns();
 		/* Still polling: the window runs from the end of the work. */
 		poll_stamp(ep, now);
+		if (lone && ep->poll_ns)
+			poll_close(ep);
 	}
 	/* Timers are the thread's, unless it is late. */
 	ack = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);
