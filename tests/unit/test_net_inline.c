@@ -24,6 +24,12 @@
  * polling; the progress thread must not take the socket back meanwhile
  * (it then received the peer's next datagrams itself and queued on the
  * drain lock behind the application, a futex wake per turn).
+ *
+ * test_lone_ack_ends_poll_mode: a lone ACK (srdma_net_lone_ack, which
+ * req.c calls for a plain ACK that completes a ping-pong QP's last
+ * request) received inline ends poll mode at once: an application that
+ * then stops polling (ib_write_lat spins on memory) has the peer's next
+ * datagrams received by the thread well within the window, not after it.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -308,11 +314,103 @@ static void test_long_answer_keeps_poll_mode(void **state)
 	unsetenv("SRDMA_NET_POLL_US");
 }
 
+static struct srdma_context *lo_b;	/* the poller */
+
+/* Stands for req.c: every packet for the QP is a lone ACK. */
+static void lo_hook(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
+		    const struct srdma_wire_path *from)
+{
+	(void)nq;
+	(void)pkt;
+	(void)from;
+	srdma_net_lone_ack(lo_b);
+}
+
+#define LO_WINDOW_MS 1000
+
+static void test_lone_ack_ends_poll_mode(void **state)
+{
+	struct srdma_net_ep_stats s0, s1;
+	struct srdma_context *a;
+	struct srdma_net_qp nq;
+	struct srdma_wire_path p;
+	uint8_t b[64];
+	struct iovec v = { b, 0 };
+	struct srdma_pkt k = { .opcode = SRDMA_TR_RC | SRDMA_OP_ACK,
+			       .pkey = 0xffff, .psn = 1 };
+	int i, got = 0;
+
+	(void)state;
+	if (!have_netns)
+		skip();
+	setenv("SRDMA_NET_POLL_US", "1000000", 1);	/* LO_WINDOW_MS */
+	assert_int_equal(srdma_context_open(srdma_device_get(), &a), 0);
+	assert_int_equal(srdma_context_open(srdma_device_get(), &lo_b), 0);
+	assert_non_null(srdma_net_ctx_get(a));
+	assert_non_null(srdma_net_ctx_get(lo_b));
+	memset(&nq, 0, sizeof(nq));
+	nq.ctx = lo_b;
+	nq.qpn = lo_b->host.lid << SRDMA_QPN_SHIFT | 7;
+	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	srdma_net_input_hook = lo_hook;
+
+	/* Poll mode, as in the test above. */
+	for (i = 0; i < 3000; i++) {
+		srdma_net_progress(lo_b, 16);
+		srdma_net_ep_stats(lo_b, &s0);
+		if (s0.poll_handoffs)
+			break;
+		if (i % 100 == 0)
+			junk(a, nq.qpn + 1);
+		sleep_ms(1);
+	}
+	assert_true(s0.poll_handoffs > 0);
+	srdma_net_progress(lo_b, 16);
+	srdma_net_ep_stats(lo_b, &s0);
+
+	/* The lone ACK, received inline; then the poller stops polling. */
+	k.dqpn = nq.qpn;
+	loopback(&p);
+	v.iov_len = srdma_wire_build(b, &k);
+	srdma_wire_put_icrc(b + v.iov_len, srdma_wire_icrc(&p, &v, 1));
+	v.iov_len += 4;
+	assert_int_equal(srdma_net_send(a, &p, &v, 1), 0);
+	for (i = 0; i < 100000 && !got; i++)
+		got = srdma_net_progress(lo_b, 16);
+	assert_true(got > 0);
+	srdma_net_ep_stats(lo_b, &s1);
+	assert_int_equal(s1.lone_acks - s0.lone_acks, 1);
+
+	/* The peer's reply: the thread receives it, long before the
+	 * window (1 s) would have ended. */
+	sleep_ms(20);
+	srdma_net_ep_stats(lo_b, &s0);
+	junk(a, nq.qpn + 1);
+	for (i = 0; i < 200; i++) {
+		sleep_ms(1);
+		srdma_net_ep_stats(lo_b, &s1);
+		if (s1.rx_dgrams > s0.rx_dgrams)
+			break;
+	}
+	print_message("the reply was received after ~%d ms\n", i + 1);
+	assert_true(s1.rx_dgrams > s0.rx_dgrams);
+	assert_int_equal(s1.inline_rx, s0.inline_rx);
+
+	srdma_net_input_hook = NULL;
+	srdma_net_qp_unregister(&nq);
+	srdma_net_ctx_close(a);
+	srdma_net_ctx_close(lo_b);
+	assert_int_equal(srdma_context_close(a), 0);
+	assert_int_equal(srdma_context_close(lo_b), 0);
+	unsetenv("SRDMA_NET_POLL_US");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_no_lock),
 		cmocka_unit_test(test_long_answer_keeps_poll_mode),
+		cmocka_unit_test(test_lone_ack_ends_poll_mode),
 	};
 
 	resolve_trylock();	/* before any thread */

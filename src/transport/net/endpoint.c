@@ -107,17 +107,22 @@ struct srdma_net_ctx {
 	struct srdma_net_qp *_Atomic *qp_tab; /* by QPN slot; lock */
 	struct srdma_net_qp *qp_list;	/* lock: for the timer scan */
 	pthread_mutex_t drain_lock;	/* one drainer at a time */
+	/* The inline receive slot (slot rx_slots of the arrays below) while
+	 * the thread is off the socket: application threads only, trylock
+	 * only, taken before drain_lock (srdma_net_progress). */
+	pthread_mutex_t inline_lock;
 	pthread_mutex_t timer_lock;	/* one timer scan at a time */
-	/* receive state: drain_lock */
-	struct mmsghdr msgs[RX_BATCH];
-	struct iovec iov[RX_BATCH];
-	struct sockaddr_in6 from[RX_BATCH];
+	/* receive state: drain_lock; slot rx_slots: inline_lock to
+	 * receive into, inline_lock and drain_lock to handle */
+	struct mmsghdr msgs[RX_BATCH + 1];
+	struct iovec iov[RX_BATCH + 1];
+	struct sockaddr_in6 from[RX_BATCH + 1];
 	union {
 		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo)) +
 			 CMSG_SPACE(sizeof(struct in_pktinfo)) + 64];
 		struct cmsghdr align;
-	} cbuf[RX_BATCH];
-	uint8_t *rxbuf;			/* rx_slots * rx_buf */
+	} cbuf[RX_BATCH + 1];
+	uint8_t *rxbuf;			/* (rx_slots + 1) * rx_buf */
 	int rx_slots;			/* immutable: RX_BATCH, RX_GRO_BATCH */
 	size_t rx_buf;			/* immutable: RX_BUF, RX_GRO_BUF */
 	bool gro;			/* immutable: UDP_GRO is on */
@@ -128,6 +133,10 @@ struct srdma_net_ctx {
 	uint32_t fout_count, fout_lid;
 	uint64_t resteer_ns;		/* drain_lock: last srdma_demux_resteer */
 	uint32_t rx_requests;		/* drain_lock: requests in the last recvmmsg */
+	/* drain_lock, inline path only: requests in the whole drain, and
+	 * whether a lone ACK came (srdma_net_lone_ack) */
+	uint32_t rx_req_drain;
+	bool rx_lone_ack;
 	bool poll_inline;		/* immutable: SRDMA_NET_INLINE != 0 */
 	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
 	 * it once (relaxed) */
@@ -621,8 +630,10 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 			continue;
 		/* For drain_udp's inline path: a request came (by its BTH
 		 * opcode, judged or not). */
-		if (l >= 12 && !is_response(buf[off]))
+		if (l >= 12 && !is_response(buf[off])) {
 			ep->rx_requests++;
+			ep->rx_req_drain++;
+		}
 		rx_one(ep, buf + off, l, &path, false);
 		SRDMA_LT(SRDMA_LT_PKT);
 	}
@@ -1040,6 +1051,7 @@ static void ep_free(struct srdma_net_ctx *ep)
 	srdma_netfault_free(ep->fault);
 	pthread_mutex_destroy(&ep->lock);
 	pthread_mutex_destroy(&ep->drain_lock);
+	pthread_mutex_destroy(&ep->inline_lock);
 	pthread_mutex_destroy(&ep->timer_lock);
 	free(ep->qp_tab);
 	free(ep->rxbuf);
@@ -1093,6 +1105,7 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	atomic_init(&ep->sleep_until, UINT64_MAX);
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->drain_lock, NULL);
+	pthread_mutex_init(&ep->inline_lock, NULL);
 	pthread_mutex_init(&ep->timer_lock, NULL);
 	ep->qp_tab = calloc(QP_SLOTS, sizeof(*ep->qp_tab));
 	/* SRDMA_NET_GRO=0: one datagram per packet on receive too. */
@@ -1100,7 +1113,7 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 						     "0");
 	ep->rx_slots = ep->gro ? RX_GRO_BATCH : RX_BATCH;
 	ep->rx_buf = ep->gro ? RX_GRO_BUF : RX_BUF;
-	ep->rxbuf = malloc((size_t)ep->rx_slots * ep->rx_buf);
+	ep->rxbuf = malloc((size_t)(ep->rx_slots + 1) * ep->rx_buf);
 	ep->fin = malloc(SRDMA_FWD_MAX);
 	ep->fout = malloc(SRDMA_FWD_MAX);
 	if (!ep->qp_tab || !ep->rxbuf || !ep->fin || !ep->fout) {
@@ -1109,7 +1122,7 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	}
 	((struct srdma_fwd_hdr *)ep->fout)->magic = SRDMA_FWD_MAGIC;
 	ep->fout_len = sizeof(struct srdma_fwd_hdr);
-	for (i = 0; i < ep->rx_slots; i++) {
+	for (i = 0; i <= ep->rx_slots; i++) {	/* with the inline slot */
 		struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
 		ep->iov[i].iov_base = ep->rxbuf + (size_t)i * ep->rx_buf;
@@ -1233,10 +1246,11 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 	ep = atomic_exchange_explicit(&ctx->net, NULL, memory_order_acq_rel);
 	if (!ep || ep_inherited(ep))
 		return;		/* a child's copy: its fds are closed */
-	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs, %llu of %llu datagrams received inline",
+	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs (%llu ended by a lone ACK), %llu of %llu datagrams received inline",
 		  ep->id.lid,
 		  (unsigned long long)atomic_load(&ep->st.wakeups),
 		  (unsigned long long)atomic_load(&ep->st.poll_handoffs),
+		  (unsigned long long)atomic_load(&ep->st.lone_acks),
 		  (unsigned long long)atomic_load(&ep->st.inline_rx),
 		  (unsigned long long)atomic_load(&ep->st.rx_dgrams));
 	atomic_store(&ep->stop, true);
@@ -1645,10 +1659,93 @@ static bool rx_pending(struct srdma_net_ctx *ep)
 	return poll(&pfd, 1, 0) > 0;
 }
 
+/*
+ * The inline receive while the thread is off the socket (poll mode,
+ * ep->udp_off): one recvmmsg of one slot straight away, into the inline
+ * slot, without drain_lock and without the poll() that the other path
+ * makes first. A ping-pong's steady state is one datagram per trip, so
+ * this is one system call per trip instead of two (net-endpoint.md,
+ * "Progress"). drain_lock is taken only with a datagram in hand (waited
+ * for: the thread holds it only while it drains, and a datagram received
+ * must be handled); an empty poll holds inline_lock alone, which the
+ * thread never takes, so a poller preempted around an empty receive
+ * delays nobody but other pollers of this context (they try and go).
+ * What came in: as drain_udp's inline path, back to the application
+ * after a request, on in full batches after responses only.
+ *
+ * The thread puts the socket back at the end of the window, and both may
+ * then receive at once: two datagrams may be handled in the other order
+ * than they arrived, which the protocol takes as reordering on the wire
+ * (rare, at a transition only).
+ * Return: the packets handled.
+ */
+static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
+{
+	int k = ep->rx_slots, n = 0, r;
+	struct msghdr *mh = &ep->msgs[k].msg_hdr;
+
+	if (pthread_mutex_trylock(&ep->inline_lock))
+		return 0;
+	mh->msg_namelen = sizeof(ep->from[k]);
+	mh->msg_controllen = sizeof(ep->cbuf[k].buf);
+	mh->msg_flags = 0;
+	SRDMA_LT(SRDMA_LT_RX0);
+	r = recvmmsg(ep->udp, &ep->msgs[k], 1, MSG_DONTWAIT, NULL);
+	if (r == 1) {
+		SRDMA_LT(SRDMA_LT_RX1);
+		pthread_mutex_lock(&ep->drain_lock);
+		inline_ep = ep;
+		srdma_self_copy_batch(true);
+		ep->rx_requests = ep->rx_req_drain = 0;
+		ep->rx_lone_ack = false;
+		n = rx_udp(ep, k);
+		if (!ep->rx_requests && n < budget)
+			n += drain_udp(ep, budget - n, false);
+		else
+			fwd_flush(ep);
+		srdma_self_copy_batch(false);
+		SRDMA_LT(SRDMA_LT_DRAIN);
+		*lone = ep->rx_lone_ack && !ep->rx_req_drain;
+		inline_ep = NULL;
+		pthread_mutex_unlock(&ep->drain_lock);
+	}
+	pthread_mutex_unlock(&ep->inline_lock);
+	return n;
+}
+
+void srdma_net_lone_ack(struct srdma_context *ctx)
+{
+	struct srdma_net_ctx *ep = inline_ep;
+
+	if (ep && ep->ctx == ctx)
+		ep->rx_lone_ack = true;
+}
+
+/*
+ * End poll mode now: a lone ACK completed the application's last request
+ * and brought no request with it (srdma_net_lone_ack). An application
+ * that goes on polling opens the window again with its next poll (one
+ * thread wake-up more); one that stops (ib_write_lat spins on memory
+ * until the peer's reply) has that reply received by the thread after a
+ * wake-up, not after the window plus a wake-up.
+ */
+static void poll_close(struct srdma_net_ctx *ep)
+{
+	uint64_t one = 1;
+
+	atomic_store(&ep->poll_until, 0);
+	cnt(&ep->st.lone_acks, 1);
+	/* See poll_mode(): the thread sees the 0, or we see udp_off. */
+	if (atomic_load(&ep->udp_off) &&
+	    write(ep->evfd, &one, sizeof(one)) < 0)
+		srdma_dbg("eventfd: %s", strerror(errno));
+}
+
 int srdma_net_progress(struct srdma_context *ctx, int budget)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
 	uint64_t now, ack;
+	bool lone = false;
 	int n;
 
 	if (!ep || budget <= 0 || !ep->poll_inline)
@@ -1666,12 +1763,17 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	 * the application to be scheduled again (hundreds of ms on a
 	 * loaded machine, past a peer's retry budget). */
 	n = 0;
-	if (rx_pending(ep)) {
+	if (atomic_load_explicit(&ep->udp_off, memory_order_relaxed)) {
+		n = inline_recv(ep, budget, &lone);
+	} else if (rx_pending(ep)) {
 		SRDMA_LT(SRDMA_LT_PEND);
 		if (pthread_mutex_trylock(&ep->drain_lock))
 			return 0;
 		inline_ep = ep;
+		ep->rx_req_drain = 0;
+		ep->rx_lone_ack = false;
 		n = drain(ep, budget, false, true);
+		lone = ep->rx_lone_ack && !ep->rx_req_drain;
 		inline_ep = NULL;
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
@@ -1689,6 +1791,8 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 		now = srdma_net_now_ns();
 		/* Still polling: the window runs from the end of the work. */
 		poll_stamp(ep, now);
+		if (lone && ep->poll_ns)
+			poll_close(ep);
 	}
 	/* Timers are the thread's, unless it is late. */
 	ack = atomic_load_explicit(&ep->ack_due, memory_order_relaxed);

@@ -185,6 +185,11 @@ struct srdma_net_qp {
 	_Atomic uint64_t ack_pending;
 	_Atomic uint64_t ack_due_ns;
 	_Atomic uint64_t req_tx_ns;
+	/* When the responder last executed the end of a SEND or WRITE on
+	 * this RC QP (resp.c), 0 for never: requests come to us too, so an
+	 * ACK that arrives alone was held by a ping-pong peer and its reply
+	 * is on the way (req.c, srdma_net_lone_ack). Relaxed. */
+	_Atomic uint64_t req_rx_ns;
 	struct srdma_net_qp_stats *st;	/* immutable pointer, never NULL
 					 * after srdma_net_qp_create() */
 	bool registered;		/* sq_lock: srdma_net_qp_register()
@@ -261,6 +266,8 @@ struct srdma_net_ep_stats {
 	/* the progress thread left the UDP socket to a polling application
 	 * (poll mode, srdma_net_progress) */
 	_Atomic uint64_t poll_handoffs;
+	/* poll mode ended early by a lone ACK (srdma_net_lone_ack) */
+	_Atomic uint64_t lone_acks;
 };
 
 /* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
@@ -370,6 +377,20 @@ extern bool (*_Atomic srdma_net_app_waits_hook)(struct srdma_context *ctx);
  * application (then it wakes at the end of poll mode anyway).
  */
 void srdma_net_ack_armed(struct srdma_context *ctx, uint64_t due_ns);
+
+/**
+ * srdma_net_lone_ack() - the requester of a QP of @ctx has just had its
+ * last request completed by a plain ACK from a peer that also sends it
+ * requests (a ping-pong peer's held ACK that left alone on its deadline):
+ * the application may stop polling now (ib_write_lat spins on memory)
+ * while the peer's reply is still to come. On the inline path, and when
+ * that datagram brought no request, poll mode ends at the end of the
+ * poll and the thread takes the socket back at once instead of at the
+ * end of the window (net-endpoint.md, "Poll mode"). Elsewhere (the
+ * thread) nothing to do.
+ * Context: a drain of @ctx's endpoint (drain_lock held), from req.c.
+ */
+void srdma_net_lone_ack(struct srdma_context *ctx);
 
 /* Wake the progress thread: a timer earlier than the one it sleeps on was
  * armed (deadline_ns lowered). Cheap when nothing changes. */

@@ -81,6 +81,8 @@
 #define NR_BATCH 16u		/* packets built before they are sent */
 #define NR_PKT_MAX (SRDMA_MAX_IB_HDR + 4096u + 4u + SRDMA_ICRC_BYTES)
 #define NR_PSN_MASK 0xffffffu
+/* Requests received this lately make a lone ACK a ping-pong's. */
+#define LONE_ACK_RECENT_NS 100000000ull
 #define NR_KIND_MR BIT(SRDMA_KIND_MR)
 
 /* Test hooks (net.h). */
@@ -1290,7 +1292,8 @@ void srdma_netreq_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 {
 	struct srdma_qp *qp = nq->qp;
 	struct srdma_netreq *r;
-	uint64_t now = srdma_net_now_ns();
+	uint64_t now = srdma_net_now_ns(), rx;
+	uint32_t comp;
 
 	pthread_mutex_lock(&qp->sq_lock);
 	r = nq->req;
@@ -1313,10 +1316,19 @@ void srdma_netreq_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 		drop(r, SRDMA_DROP_STATE, "requester not running");
 		goto out;
 	}
+	comp = r->comp_psn;
 	response(r, pkt, now);
 	if (!r->err)
 		nr_send(r, now);
 	publish_deadline(r);
+	/* A plain ACK that completed our last request, on a QP whose peer
+	 * also sends us requests: a ping-pong peer's held ACK that left
+	 * alone, its reply still to come (net-endpoint.md, "Poll mode"). */
+	rx = atomic_load_explicit(&nq->req_rx_ns, memory_order_relaxed);
+	if ((pkt->opcode & 0x1f) == SRDMA_OP_ACK && !r->err &&
+	    r->comp_psn != comp && !outstanding(r) && rx &&
+	    now - rx < LONE_ACK_RECENT_NS)
+		srdma_net_lone_ack(nq->ctx);
 out:
 	pthread_mutex_unlock(&qp->sq_lock);
 }

@@ -976,10 +976,11 @@ static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs)
 	pthread_once(&ack_once, ack_init);
 	if (!ack_delay_ns || !(hdrs & SRDMA_HDR_LAST))
 		return false;
+	now = srdma_net_now_ns();
+	atomic_store_explicit(&nq->req_rx_ns, now, memory_order_relaxed);
 	sent = atomic_load_explicit(&nq->req_tx_ns, memory_order_relaxed);
 	if (!sent)
 		return false;
-	now = srdma_net_now_ns();
 	if (now - sent > ACK_RECENT_NS)
 		return false;
 	tmo = nq->qp->attr.timeout;
