@@ -1483,6 +1483,7 @@ static void net_qp_row(struct scan *sc, uint32_t slot, struct srdma_shm_qp *sh,
 		 rd64(&st->acks_piggybacked));
 	rec_num(r, "acks_delayed", rd64(&st->acks_delayed));
 	rec_num(r, "acks_piggybacked", rd64(&st->acks_piggybacked));
+	rec_num(r, "acks_coalesced", rd64(&st->acks_coalesced));
 	sc->acks_delayed += rd64(&st->acks_delayed);
 	sc->acks_piggybacked += rd64(&st->acks_piggybacked);
 	for (d = 0; d < SRDMA_DROP_MAX; d++)

@@ -199,6 +199,13 @@ add_test(NAME net.multi
 	COMMAND bash ${SRDMA_NET_DIR}/net_multi.sh $<TARGET_FILE:srdma> 3)
 srdma_net_props(net.multi 200)
 
+# A GID whose address the kernel would not pick as the source by itself
+# (net_src_addr.sh): its datagrams still leave from it (IPV6_PKTINFO), and
+# the kernel's own choice needs no pin.
+add_test(NAME net.src_addr
+	COMMAND bash ${SRDMA_NET_DIR}/net_src_addr.sh $<TARGET_FILE:srdma>)
+srdma_net_props(net.src_addr 60)
+
 # rsockets across two hosts (issue 12 lists rstream and riostream):
 # tests/net/net_rsocket.sh runs tests/clients/rsockets.sh's pair with the
 # server in host 1 and the client in host 2.

@@ -1037,6 +1037,126 @@ static void test_delayed_ack(void **state)
 	fx_free(f);
 }
 
+/* Coalescing (net-responder.md, "Coalescing"): a held ACK skips our
+ * requests while they come at a brisk pace, its deadline moving to after
+ * the next one (never earlier, never past 200 us after the hold), for at
+ * most 8 messages; at a slow pace it rides at once. Three coalesced ACKs
+ * in a row that left alone at their deadline, the peer silent since,
+ * pause coalescing (10 ms); a peer that sends on while we hold one ends
+ * the back-off. */
+static void test_ack_coalesce(void **state)
+{
+	struct fx *f = fx_new(IBV_QPT_RC, 0, 1);
+	uint8_t b[SRDMA_NET_ACK_LEN];
+	struct srdma_pkt p, q;
+	struct ibv_wc wc[16];
+	uint64_t now, due, held;
+	uint32_t psn = 1, i, len;
+
+	(void)state;
+	srdma_net_app_waits_hook = app_waits;
+	polls = true;
+	for (i = 0; i < 16; i++)
+		post_recv(f, i, 0, 64);
+	p = req(f, SRDMA_OP_SEND_ONLY, psn);
+	p.ackreq = true;
+	/* Held; our requests 10 us apart: the first skips it and moves its
+	 * deadline to after the next (now + 2 x 10 us + the slack). */
+	fresh(f);
+	inject(f, &p, "a", 1);
+	assert_int_equal(ntx, 0);
+	held = atomic_load(&f->nq.ack_held_ns);
+	now = srdma_net_now_ns();
+	assert_int_equal(srdma_netresp_ack_ride(&f->nq, b, now, now - 10000), 0);
+	assert_int_equal(atomic_load(&f->st.acks_coalesced), 1);
+	assert_true(atomic_load(&f->nq.ack_pending) != 0);
+	assert_int_equal(atomic_load(&f->nq.ack_due_ns), now + 25000);
+	/* The peer sends on; our next request takes the newer ACK along
+	 * once the pace is slow (60 us), with its MSN: cumulative. */
+	p.psn = ++psn;
+	fresh(f);
+	inject(f, &p, "b", 1);
+	assert_int_equal(atomic_load(&f->nq.ack_held_ns), held);
+	len = srdma_netresp_ack_ride(&f->nq, b, now + 60000, now);
+	assert_int_equal(len, SRDMA_NET_ACK_LEN);
+	assert_int_equal(srdma_wire_parse(b, len, &q), SRDMA_DROP_NONE);
+	assert_int_equal(q.psn, psn);
+	assert_int_equal(q.msn, 2);
+	assert_int_equal(atomic_load(&f->nq.ack_pending), 0);
+	assert_int_equal(ntx, 0);
+	/* No previous request, or a deadline that would move past 200 us
+	 * after the hold: it rides at once. */
+	p.psn = ++psn;
+	fresh(f);
+	inject(f, &p, "c", 1);
+	now = srdma_net_now_ns();
+	assert_int_equal(srdma_netresp_ack_ride(&f->nq, b, now, 0),
+			 SRDMA_NET_ACK_LEN);
+	p.psn = ++psn;
+	fresh(f);
+	inject(f, &p, "d", 1);
+	held = atomic_load(&f->nq.ack_held_ns);
+	assert_int_equal(srdma_netresp_ack_ride(&f->nq, b, held + 160000,
+						held + 120000),
+			 SRDMA_NET_ACK_LEN);
+	/* At most 8 messages per ACK. */
+	for (i = 0; i < 8; i++) {
+		p.psn = ++psn;
+		fresh(f);
+		inject(f, &p, "e", 1);
+		now = srdma_net_now_ns();
+		len = srdma_netresp_ack_ride(&f->nq, b, now, now - 1000);
+		if (len)
+			break;
+	}
+	assert_int_equal(i, 7);
+	assert_int_equal(len, SRDMA_NET_ACK_LEN);
+	assert_int_equal(cq_poll(f, wc, 16), 12);
+	/* A peer that waits for its ACK: skipped, then alone at the deadline,
+	 * three times in a row; then no coalescing for 10 ms. */
+	for (i = 0; i < 3; i++) {
+		post_recv(f, 100 + i, 0, 64);
+		p.psn = ++psn;
+		fresh(f);
+		inject(f, &p, "f", 1);
+		now = srdma_net_now_ns();
+		assert_int_equal(srdma_netresp_ack_ride(&f->nq, b, now,
+							now - 1000), 0);
+		due = atomic_load(&f->nq.ack_due_ns);
+		assert_int_equal(srdma_netresp_ack_timer(&f->nq, due), 0);
+		assert_int_equal(ntx, (int)i + 1);
+		check_ack((int)i, SRDMA_AETH_ACK, psn);
+	}
+	assert_true(atomic_load(&f->nq.ack_off_ns) > srdma_net_now_ns());
+	assert_int_equal(atomic_load(&f->nq.ack_backoff_ns), 10000000);
+	post_recv(f, 200, 0, 64);
+	p.psn = ++psn;
+	fresh(f);
+	inject(f, &p, "g", 1);
+	now = srdma_net_now_ns();
+	assert_int_equal(srdma_netresp_ack_ride(&f->nq, b, now, now - 1000),
+			 SRDMA_NET_ACK_LEN);
+	/* After the pause: a peer that sends on while we hold one (a newer
+	 * ACK replaced the skipped one) ends the back-off. */
+	now = atomic_load(&f->nq.ack_off_ns);
+	post_recv(f, 201, 0, 64);
+	post_recv(f, 202, 0, 64);
+	p.psn = ++psn;
+	fresh(f);
+	inject(f, &p, "h", 1);
+	atomic_store(&f->nq.ack_held_ns, now);
+	assert_int_equal(srdma_netresp_ack_ride(&f->nq, b, now, now - 1000), 0);
+	p.psn = ++psn;
+	inject(f, &p, "i", 1);
+	assert_int_equal(srdma_netresp_ack_ride(&f->nq, b, now + 70000, now),
+			 SRDMA_NET_ACK_LEN);
+	assert_int_equal(atomic_load(&f->nq.ack_backoff_ns), 0);
+	assert_int_equal(atomic_load(&f->nq.ack_fails), 0);
+	assert_int_equal(ntx, 3);
+	srdma_net_app_waits_hook = NULL;
+	fx_free(f);
+}
+
 /* An application that waits for events gets no held ACK: its peer sees
  * the ACK before our reply, as from a NIC. */
 static void test_delayed_ack_events(void **state)
@@ -1608,6 +1728,7 @@ int main(void)
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_delayed_ack),
 		cmocka_unit_test(test_delayed_ack_events),
+		cmocka_unit_test(test_ack_coalesce),
 		cmocka_unit_test(test_delayed_ack_uc),
 	};
 

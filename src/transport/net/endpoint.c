@@ -1286,10 +1286,112 @@ static uint32_t link_local_ifindex(const struct srdma_net_ctx *ep,
 	return i < 0 ? 0 : ep->ctx->gids.e[i].ifindex;
 }
 
-static void fill_msg(const struct srdma_net_ctx *ep, struct msghdr *mh,
-		     struct sockaddr_in6 *to, void *cbuf, size_t clen,
-		     const struct srdma_wire_path *p, const struct iovec *iov,
-		     int n)
+/*
+ * The source address of a datagram is pinned with IPV6_PKTINFO, because
+ * the ICRC covers it and must match the GID we computed it with. That
+ * control message costs the kernel a little per datagram (net-endpoint.md,
+ * "Sending": 0.1-0.5 us of a one-way trip), and it is needed only where
+ * the kernel would pick another source by itself. So each thread keeps,
+ * per path, whether the kernel's own choice is the GID's address: asked
+ * by connecting a throw-away UDP socket to the destination and reading
+ * its address (the route lookup an unconnected send makes), again after
+ * SRC_PROBE_NS, so that an address or route that changes is seen within
+ * that time (meanwhile datagrams with the wrong source fail their ICRC at
+ * the peer, and the protocol recovers them like lost ones). A link-local
+ * source always keeps the control message: it also names the interface.
+ * SRDMA_NET_PKTINFO=1 always pins. Per thread (heap entries under a
+ * pthread key, as wire.c's header CRCs): no lock on the send path.
+ */
+#define SRC_PROBE_NS 100000000ull
+#define SRC_CACHE 4
+
+struct src_cache {
+	struct {
+		uint8_t sip[16], dip[16];
+		uint64_t until;		/* probe again after (0: unused) */
+		bool kernel;		/* the kernel picks sip itself */
+	} e[SRC_CACHE];
+	unsigned int next;		/* entry to replace */
+};
+
+static pthread_once_t src_once = PTHREAD_ONCE_INIT;
+static pthread_key_t src_key;		/* immutable after src_once */
+static bool src_key_ok, src_pin;	/* immutable after src_once */
+
+static void src_init(void)
+{
+	const char *v = getenv("SRDMA_NET_PKTINFO");
+
+	src_pin = v && !strcmp(v, "1");
+	src_key_ok = !pthread_key_create(&src_key, free);
+}
+
+/* Would the kernel send from @sip to @dip by itself? */
+static bool src_probe(const uint8_t sip[16], const uint8_t dip[16])
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_port = htons(SRDMA_NET_SPORT) };
+	socklen_t alen = sizeof(a);
+	bool same = false;
+	int fd;
+
+	fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	memcpy(&a.sin6_addr, dip, 16);
+	if (!connect(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &alen))
+		same = !memcmp(&a.sin6_addr, sip, 16);
+	close(fd);
+	return same;
+}
+
+/* May a datagram on @p leave without IPV6_PKTINFO (see above)? */
+static bool src_kernel_picks(const struct srdma_wire_path *p)
+{
+	struct src_cache *c;
+	uint64_t now;
+	unsigned int i;
+
+	pthread_once(&src_once, src_init);
+	if (src_pin || !src_key_ok)
+		return false;
+	c = pthread_getspecific(src_key);
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c || pthread_setspecific(src_key, c)) {
+			free(c);
+			return false;
+		}
+	}
+	now = srdma_net_now_ns();
+	for (i = 0; i < SRC_CACHE; i++)
+		if (c->e[i].until && !memcmp(c->e[i].dip, p->dip, 16) &&
+		    !memcmp(c->e[i].sip, p->sip, 16))
+			break;
+	if (i == SRC_CACHE) {
+		i = c->next++ % SRC_CACHE;
+		memcpy(c->e[i].sip, p->sip, 16);
+		memcpy(c->e[i].dip, p->dip, 16);
+		c->e[i].until = 0;
+	}
+	if (now >= c->e[i].until) {
+		c->e[i].kernel = src_probe(p->sip, p->dip);
+		c->e[i].until = now + SRC_PROBE_NS;
+	}
+	return c->e[i].kernel;
+}
+
+/*
+ * Fill @mh for one datagram (or a GSO run) on @p from @iov[0..n): the
+ * destination in @to, IPV6_PKTINFO in @cbuf unless the kernel picks the
+ * source itself; with @gso, room for one more control message after it.
+ * Return: where that one goes (@gso), else NULL.
+ */
+static struct cmsghdr *fill_msg(const struct srdma_net_ctx *ep,
+				struct msghdr *mh, struct sockaddr_in6 *to,
+				void *cbuf, const struct srdma_wire_path *p,
+				const struct iovec *iov, int n, bool gso)
 {
 	uint32_t ifindex = link_local_ifindex(ep, p->sip);
 	struct in6_pktinfo pi;
@@ -1306,7 +1408,15 @@ static void fill_msg(const struct srdma_net_ctx *ep, struct msghdr *mh,
 	mh->msg_iov = (struct iovec *)iov;
 	mh->msg_iovlen = (size_t)n;
 	mh->msg_control = cbuf;
-	mh->msg_controllen = clen;
+	if (!ifindex && src_kernel_picks(p)) {
+		/* No pktinfo: the GSO size, if any, comes first. */
+		mh->msg_controllen = gso ? CMSG_SPACE(sizeof(uint16_t)) : 0;
+		if (!gso)
+			mh->msg_control = NULL;
+		return gso ? CMSG_FIRSTHDR(mh) : NULL;
+	}
+	mh->msg_controllen = CMSG_SPACE(sizeof(pi)) +
+			     (gso ? CMSG_SPACE(sizeof(uint16_t)) : 0);
 	c = CMSG_FIRSTHDR(mh);
 	c->cmsg_level = IPPROTO_IPV6;
 	c->cmsg_type = IPV6_PKTINFO;
@@ -1315,6 +1425,7 @@ static void fill_msg(const struct srdma_net_ctx *ep, struct msghdr *mh,
 	memcpy(&pi.ipi6_addr, p->sip, 16);
 	pi.ipi6_ifindex = ifindex;
 	memcpy(CMSG_DATA(c), &pi, sizeof(pi));
+	return gso ? CMSG_NXTHDR(mh, c) : NULL;
 }
 
 /* A full socket buffer: wait briefly for room. */
@@ -1507,8 +1618,8 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 			if (c == 1) {
 				/* One datagram, sent from its own iovecs. */
 				fill_msg(ep, &mm[k].msg_hdr, &to[k], cb[k].buf,
-					 CMSG_SPACE(sizeof(struct in6_pktinfo)),
-					 mr[j].path, mr[j].iov, mr[j].n);
+					 mr[j].path, mr[j].iov, mr[j].n,
+					 false);
 				seg[j].iov = mr[j].iov;
 				seg[j].n = mr[j].n;
 				seg[j].id = 0;
@@ -1525,11 +1636,9 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 						       trailer[j + i]);
 				niov += seg[j + i].n;
 			}
-			fill_msg(ep, &mm[k].msg_hdr, &to[k], cb[k].buf,
-				 sizeof(cb[k].buf), mr[j].path, seg[j].iov,
-				 (int)(iov + niov - seg[j].iov));
-			cm = CMSG_NXTHDR(&mm[k].msg_hdr,
-					 CMSG_FIRSTHDR(&mm[k].msg_hdr));
+			cm = fill_msg(ep, &mm[k].msg_hdr, &to[k], cb[k].buf,
+				      mr[j].path, seg[j].iov,
+				      (int)(iov + niov - seg[j].iov), true);
 			cm->cmsg_level = SOL_UDP;
 			cm->cmsg_type = UDP_SEGMENT;
 			cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));

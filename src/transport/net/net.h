@@ -139,6 +139,9 @@ struct srdma_net_qp_stats {
 	 * that left right after one of our requests (the rest: timer,
 	 * another answer, error or destroy). */
 	_Atomic uint64_t acks_delayed, acks_piggybacked;
+	/* Requests of ours that left without a held ACK, which waited for
+	 * a later one (coalescing, resp.c). */
+	_Atomic uint64_t acks_coalesced;
 };
 
 /* srdma_net_qp_stats.flags */
@@ -190,6 +193,25 @@ struct srdma_net_qp {
 	 * ACK that arrives alone was held by a ping-pong peer and its reply
 	 * is on the way (req.c, srdma_net_lone_ack). Relaxed. */
 	_Atomic uint64_t req_rx_ns;
+	/*
+	 * ACK coalescing (net-responder.md, "Coalescing"), relaxed atomics:
+	 * ack_skip: SRDMA_NET_ACK_SKIPPED | the MSN of the held ACK when a
+	 * request of ours last left without it, 0 when it has not
+	 * (srdma_netresp_ack_ride sets, ack_take clears); ack_held_ns:
+	 * when the held ACK was first held; ack_last_msn: the MSN of the
+	 * last held ACK taken; ack_off_ns: no coalescing before this time
+	 * (a coalesced ACK had to leave alone at its deadline and the peer
+	 * had sent nothing since: it may have waited for it);
+	 * ack_backoff_ns: the length of the next such pause, 0 once the
+	 * peer sent on while we held one (it did not wait); ack_fails:
+	 * such lone ACKs in a row, the pause starting at the third.
+	 */
+	_Atomic uint32_t ack_skip;
+	_Atomic uint32_t ack_fails;
+	_Atomic uint32_t ack_last_msn;
+	_Atomic uint64_t ack_held_ns;
+	_Atomic uint64_t ack_off_ns;
+	_Atomic uint64_t ack_backoff_ns;
 	struct srdma_net_qp_stats *st;	/* immutable pointer, never NULL
 					 * after srdma_net_qp_create() */
 	bool registered;		/* sq_lock: srdma_net_qp_register()
@@ -461,6 +483,7 @@ void srdma_netreq_free(struct srdma_netreq *r);
 void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn);
 
 #define SRDMA_NET_ACK_HELD (1ull << 63)
+#define SRDMA_NET_ACK_SKIPPED (1u << 31)	/* srdma_net_qp.ack_skip */
 /* An ACK packet: BTH, AETH, ICRC. */
 #define SRDMA_NET_ACK_LEN 20u
 
@@ -474,6 +497,23 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn);
  * when the QP is connected for good (timer, error, destroy).
  */
 uint32_t srdma_netresp_ack_take(struct srdma_net_qp *nq, uint8_t *buf);
+/**
+ * srdma_netresp_ack_ride() - the held ACK to send behind the requests
+ * the requester is about to send on @nq, built into @buf as
+ * srdma_netresp_ack_take() does, or 0 when none is held or when it may
+ * wait for a later request of ours (coalescing: ours go out at a brisk
+ * pace, @now - @prev_tx since the previous batch, and the ACK's
+ * deadline moves to after the next one, within a bound; at most a few
+ * messages per ACK; not for a while after a coalesced ACK had to leave
+ * alone at its deadline with the peer silent since).
+ * @nq: an RC QP; @buf: SRDMA_NET_ACK_LEN bytes.
+ * @now: srdma_net_now_ns(); @prev_tx: the requester's previous batch
+ * on @nq (nq->req_tx_ns before this one), 0 for none.
+ * Return: the ACK's length, 0 for none to send now.
+ * Context: sq_lock held (req.c's batch flush).
+ */
+uint32_t srdma_netresp_ack_ride(struct srdma_net_qp *nq, uint8_t *buf,
+				uint64_t now, uint64_t prev_tx);
 /**
  * srdma_netresp_ack_flush() - send @nq's held ACK now, if any (its timer
  * ran out; the QP goes to ERR or away). Return: true if one was sent.

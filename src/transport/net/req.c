@@ -526,9 +526,16 @@ static void nr_tx_flush(struct srdma_netreq *r)
 	 * peer rides right behind them (net-responder.md, "ACK timing"),
 	 * so the peer executes our request before it sees its completion. */
 	if (nq->connected && reliable(r->qp)) {
-		atomic_store_explicit(&nq->req_tx_ns, srdma_net_now_ns(),
+		uint64_t now = srdma_net_now_ns(), prev;
+
+		/* Our previous request's time: the pace of the ping-pong,
+		 * by which the ACK may wait for a later request. */
+		prev = atomic_load_explicit(&nq->req_tx_ns,
+					    memory_order_relaxed);
+		atomic_store_explicit(&nq->req_tx_ns, now,
 				      memory_order_relaxed);
-		iov[n].iov_len = srdma_netresp_ack_take(nq, r->ackbuf);
+		iov[n].iov_len = srdma_netresp_ack_ride(nq, r->ackbuf, now,
+							prev);
 		if (iov[n].iov_len) {
 			iov[n].iov_base = r->ackbuf;
 			m[n].path = &nq->path;

@@ -52,6 +52,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,23 @@
 /* A QP whose own ACK timeout is shorter never holds an ACK back: the
  * peer's timeout is unknown, ours is the best guess at it. */
 #define ACK_MIN_RTO_NS 1000000ull
+/* Coalescing (net-responder.md, "Coalescing"): a held ACK skips one of
+ * our requests only if they leave at most ACK_COALESCE_PACE_NS apart;
+ * its deadline then moves to twice that interval plus a slack after
+ * now, but never past ACK_COALESCE_MAX_NS after it was first held; it
+ * covers at most ACK_COALESCE_MSGS messages; and after ACK_FAILS in a
+ * row had to leave alone at their deadline with the peer silent since
+ * (a loaded machine preempts a peer now and then: one is no sign), none
+ * is skipped for a pause that starts at ACK_OFF_NS and doubles (up to
+ * ACK_OFF_MAX_NS) while it keeps happening. SRDMA_NET_ACK_COALESCE=0
+ * turns it off. */
+#define ACK_FAILS 3u
+#define ACK_COALESCE_PACE_NS 50000ull
+#define ACK_COALESCE_SLACK_NS 5000ull
+#define ACK_COALESCE_MAX_NS 200000ull
+#define ACK_COALESCE_MSGS 8u
+#define ACK_OFF_NS 10000000ull
+#define ACK_OFF_MAX_NS 10000000000ull
 
 int (*srdma_netresp_tx_hook)(struct srdma_net_qp *nq, const struct iovec *iov,
 			     int n);
@@ -939,12 +957,16 @@ static enum verdict do_atomic_write(struct srdma_netresp *r,
 
 static pthread_once_t ack_once = PTHREAD_ONCE_INIT;
 static uint64_t ack_delay_ns;		/* immutable after ack_once */
+static bool ack_coalesce;		/* immutable after ack_once */
 
 static void ack_init(void)
 {
 	const char *v = getenv("SRDMA_NET_ACK_DELAY_US");
+	const char *c = getenv("SRDMA_NET_ACK_COALESCE");
 	unsigned long us = ACK_DELAY_US_DEFAULT;
 	char *end;
+
+	ack_coalesce = !c || strcmp(c, "0");
 
 	if (v && *v) {
 		errno = 0;
@@ -1008,7 +1030,9 @@ static void ack_hold(struct srdma_netresp *r, uint32_t psn)
 	if (atomic_exchange(&nq->ack_pending, w))
 		return;
 	/* A fresh hold: a fresh deadline (see srdma_netresp_ack_timer). */
-	due = srdma_net_now_ns() + ack_delay_ns;
+	due = srdma_net_now_ns();
+	atomic_store_explicit(&nq->ack_held_ns, due, memory_order_relaxed);
+	due += ack_delay_ns;
 	atomic_store(&nq->ack_due_ns, due);
 	srdma_net_ack_armed(nq->ctx, due);
 }
@@ -1026,6 +1050,9 @@ uint32_t srdma_netresp_ack_take(struct srdma_net_qp *nq, uint8_t *buf)
 	w = atomic_exchange(&nq->ack_pending, 0);
 	if (!w)
 		return 0;
+	atomic_store_explicit(&nq->ack_last_msn, (uint32_t)(w >> 24) & 0xffffff,
+			      memory_order_relaxed);
+	atomic_store_explicit(&nq->ack_skip, 0, memory_order_relaxed);
 	a.opcode = resp_tr(nq) | SRDMA_OP_ACK;
 	a.psn = (uint32_t)w & 0xffffff;
 	a.msn = (uint32_t)(w >> 24) & 0xffffff;
@@ -1045,6 +1072,91 @@ uint32_t srdma_netresp_ack_take(struct srdma_net_qp *nq, uint8_t *buf)
 	return hl + 4;
 }
 
+/*
+ * May the held ACK @w wait for a later request of ours? Only when our
+ * requests come at a brisk pace (@now - @prev_tx since the last batch):
+ * the next one is then likely soon, and the ACK's deadline moves to
+ * after it (*@due), within ACK_COALESCE_MAX_NS of the first hold, so
+ * that the ACK still rides a request instead of leaving alone; when it
+ * covers few messages (the peer's send queue may be short); and not
+ * during a pause after a coalesced ACK left alone at its deadline with
+ * the peer silent since (it may have waited for it: perftest's
+ * ib_write_lat waits for every send completion before it sends again).
+ */
+static bool ack_may_coalesce(struct srdma_net_qp *nq, uint64_t w,
+			     uint64_t now, uint64_t prev_tx, uint64_t *due)
+{
+	uint32_t msn = (uint32_t)(w >> 24) & 0xffffff, last;
+	uint64_t gap = now - prev_tx, held;
+
+	pthread_once(&ack_once, ack_init);
+	if (!ack_coalesce || !prev_tx || prev_tx >= now ||
+	    gap > ACK_COALESCE_PACE_NS ||
+	    now < atomic_load_explicit(&nq->ack_off_ns, memory_order_relaxed))
+		return false;
+	last = atomic_load_explicit(&nq->ack_last_msn, memory_order_relaxed);
+	if (((msn - last) & 0xffffff) >= ACK_COALESCE_MSGS)
+		return false;
+	held = atomic_load_explicit(&nq->ack_held_ns, memory_order_relaxed);
+	*due = now + 2 * gap + ACK_COALESCE_SLACK_NS;
+	return held && *due <= held + ACK_COALESCE_MAX_NS;
+}
+
+uint32_t srdma_netresp_ack_ride(struct srdma_net_qp *nq, uint8_t *buf,
+				uint64_t now, uint64_t prev_tx)
+{
+	uint64_t w = atomic_load_explicit(&nq->ack_pending,
+					  memory_order_relaxed), due, cur;
+	uint32_t skip, len;
+
+	if (!w)
+		return 0;
+	if (ack_may_coalesce(nq, w, now, prev_tx, &due)) {
+		/* Later, never earlier: a deadline that passes meanwhile
+		 * (the timer is sending it) is left alone. */
+		cur = atomic_load(&nq->ack_due_ns);
+		while (cur && cur > now && cur < due &&
+		       !atomic_compare_exchange_weak(&nq->ack_due_ns, &cur,
+						     due))
+			;
+		atomic_store_explicit(&nq->ack_skip, SRDMA_NET_ACK_SKIPPED |
+				      ((uint32_t)(w >> 24) & 0xffffff),
+				      memory_order_relaxed);
+		atomic_fetch_add_explicit(&nq->st->acks_coalesced, 1,
+					  memory_order_relaxed);
+		return 0;
+	}
+	skip = atomic_load_explicit(&nq->ack_skip, memory_order_relaxed);
+	len = srdma_netresp_ack_take(nq, buf);
+	if (len && skip && (skip & 0xffffff) != ((w >> 24) & 0xffffff)) {
+		/* The peer sent on while we held it: it did not wait. */
+		atomic_store_explicit(&nq->ack_fails, 0, memory_order_relaxed);
+		atomic_store_explicit(&nq->ack_backoff_ns, 0,
+				      memory_order_relaxed);
+	}
+	return len;
+}
+
+/* A coalesced ACK left alone at its deadline at @now, the peer silent
+ * since: the third in a row stops coalescing on @nq for a while, longer
+ * each time. */
+static void ack_backoff(struct srdma_net_qp *nq, uint64_t now)
+{
+	uint64_t b = atomic_load_explicit(&nq->ack_backoff_ns,
+					  memory_order_relaxed);
+
+	if (atomic_fetch_add_explicit(&nq->ack_fails, 1,
+				      memory_order_relaxed) + 1 < ACK_FAILS)
+		return;
+	atomic_store_explicit(&nq->ack_fails, 0, memory_order_relaxed);
+
+	b = !b ? ACK_OFF_NS : b >= ACK_OFF_MAX_NS / 2 ? ACK_OFF_MAX_NS : 2 * b;
+	atomic_store_explicit(&nq->ack_backoff_ns, b, memory_order_relaxed);
+	atomic_store_explicit(&nq->ack_off_ns, now + b, memory_order_relaxed);
+	srdma_dbg("QP %#x: a coalesced ACK left alone at its deadline: no coalescing for %" PRIu64 " ms",
+		  nq->qpn, b / 1000000u);
+}
+
 bool srdma_netresp_ack_flush(struct srdma_net_qp *nq)
 {
 	uint8_t b[SRDMA_NET_ACK_LEN];
@@ -1062,7 +1174,8 @@ bool srdma_netresp_ack_flush(struct srdma_net_qp *nq)
 
 uint64_t srdma_netresp_ack_timer(struct srdma_net_qp *nq, uint64_t now)
 {
-	uint64_t due = atomic_load(&nq->ack_due_ns);
+	uint64_t due = atomic_load(&nq->ack_due_ns), w;
+	uint32_t skip;
 
 	if (!due)
 		return 0;
@@ -1077,7 +1190,12 @@ uint64_t srdma_netresp_ack_timer(struct srdma_net_qp *nq, uint64_t now)
 	 * is taken by the flush below. */
 	if (!atomic_compare_exchange_strong(&nq->ack_due_ns, &due, 0))
 		return due;	/* re-armed meanwhile: that deadline */
-	srdma_netresp_ack_flush(nq);
+	skip = atomic_load_explicit(&nq->ack_skip, memory_order_relaxed);
+	w = atomic_load_explicit(&nq->ack_pending, memory_order_relaxed);
+	/* Coalesced, and the peer sent nothing since: it may have waited. */
+	if (srdma_netresp_ack_flush(nq) && skip &&
+	    (skip & 0xffffff) == ((w >> 24) & 0xffffff))
+		ack_backoff(nq, now);
 	return 0;
 }
 
