@@ -50,10 +50,9 @@ struct srdma_imr {
  * as the source. The new context's cmd_fd is @cmd_fd, so importing that
  * fd again reaches the same source.
  * Return: 0 with *@out set (and @cmd_fd owned by it), or -errno: -EINVAL
- * (the owner is gone or the fd names no live context), -EOPNOTSUPP (an
- * owner of another PID namespace, user, or one cross-memory attach cannot
- * reach), or what opening a context returns. @cmd_fd is left open on
- * failure. Context: any thread.
+ * (the owner is gone, or the fd names no context live in our registry:
+ * another SRDMA_DIR, another PID namespace), or what opening a context
+ * returns. @cmd_fd is left open on failure. Context: any thread.
  */
 int srdma_import_ctx_open(struct srdma_device *dev, int cmd_fd,
 			  const struct srdma_seg_hdr *hdr,

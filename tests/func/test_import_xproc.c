@@ -10,9 +10,11 @@
  * handle), creates a QP on the imported PD and moves bytes with the
  * owner's lkey: an RDMA WRITE from the owner's memory into a third
  * context's MR, an RDMA READ into the owner's memory (the owner checks
- * it); a third context's WRITE with the owner's rkey and SEND into a
- * receive buffer of the owner's MR, both through the importer's QP.
- * Error paths: a bad fd, a non-context fd, bad handles, another PD's
+ * it), a FETCH_ADD whose result lands there; and a third context's WRITE
+ * with the owner's rkey and SEND into a receive buffer of the owner's MR,
+ * both through the importer's QP. Over the wire (SRDMA_TRANSPORT=net,
+ * net.func.test_import_xproc) the owner's lkeys are the net requester's
+ * known limit: LOC_PROT_ERR. Error paths: a bad fd, a non-context fd, bad handles, another PD's
  * MR, handles of a destroyed PD and MR, unimport twice, the importer's
  * dereg (a destroy, ibv_import_mr(3)), and the owner's death: imports
  * then fail with EINVAL and WRs through the owner's keys complete with
@@ -203,6 +205,43 @@ static void expect_wr(struct ibv_qp *qp, struct ibv_cq *cq,
 		  ibv_wc_status_str(wc.status), ibv_wc_status_str(status));
 }
 
+/*
+ * FETCH_ADD whose result lands in the owner's MR (a scatter through the
+ * owner's lkey), read back with a WRITE from it (a gather).
+ */
+static void fetch_add_into_owner(struct ibv_qp *qp, struct ibv_cq *cq,
+				 const struct owner_info *oi, struct third *t)
+{
+	struct ibv_sge s = { oi->addr, 8, oi->lkey };
+	struct ibv_send_wr wr, *bad = NULL;
+	uint64_t v = 41, got;
+	struct ibv_wc wc;
+
+	memcpy(t->buf, &v, 8);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.wr.atomic.remote_addr = (uintptr_t)t->buf;
+	wr.wr.atomic.rkey = t->mr->rkey;
+	wr.wr.atomic.compare_add = 1;
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+	fu_expect(dp_poll(cq, &wc, 10000) && wc.status == IBV_WC_SUCCESS,
+		  "FETCH_ADD into the owner's MR: %s",
+		  ibv_wc_status_str(wc.status));
+	memcpy(&got, t->buf, 8);
+	fu_expect(got == 42, "FETCH_ADD target %llu", (unsigned long long)got);
+	memset(t->buf, 0, LEN);
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi->addr, oi->lkey,
+		  (uintptr_t)t->buf, t->mr->rkey, IBV_WC_SUCCESS,
+		  "WRITE back from the owner's MR");
+	memcpy(&got, t->buf, 8);
+	fu_expect(got == 41 && t->buf[8] == 'c',
+		  "the owner's MR after FETCH_ADD: %llu",
+		  (unsigned long long)got);
+}
+
 static void test_import_xproc(void **state)
 {
 	struct ibv_pd *ipd, *ipd2, *lpd;
@@ -214,6 +253,8 @@ static void test_import_xproc(void **state)
 	struct third t;
 	static char local[LEN];
 	int sock, fd, keep, pfd[2], st;
+	bool net = getenv("SRDMA_TRANSPORT") &&
+		   !strcmp(getenv("SRDMA_TRANSPORT"), "net");
 	pid_t pid;
 	size_t i;
 
@@ -292,26 +333,40 @@ static void test_import_xproc(void **state)
 	third_open(&t);
 	qp = connect_to(ipd, cq, &t);
 
-	/* WRITE from the owner's memory through its lkey. */
-	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
-		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
-		  "WRITE from the owner's MR");
-	for (i = 0; i < LEN && t.buf[i] == (char)('A' + i % 23); i++)
-		;
-	fu_expect(i == LEN, "WRITE from the owner's MR: byte %zu differs", i);
-	/* Our own MR on the imported PD works alike. */
+	/* Our own MR on the imported PD works as any MR. */
 	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, (uintptr_t)local, lmr->lkey,
 		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
 		  "WRITE from a local MR of the imported PD");
 	fu_expect(t.buf[0] == 'L' && t.buf[LEN - 1] == 'L', "local WRITE");
-	/* READ into the owner's memory: the owner sees it. */
-	memset(t.buf, 'c', LEN);
-	expect_wr(qp, cq, IBV_WR_RDMA_READ, oi.addr, oi.lkey,
-		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
-		  "READ into the owner's MR");
-	assert_int_equal(xsend_byte(sock, 'V'), 0);
-	assert_int_equal(xsend_byte(sock, 'c'), 0);
-	fu_expect(xrecv_byte(sock) == 'y', "the owner's memory after READ");
+	if (net) {
+		/* The net requester knows our own keys only (import.md,
+		 * Limits). */
+		expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
+			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
+			  "net: WRITE from the owner's MR");
+	} else {
+		/* WRITE from the owner's memory through its lkey. */
+		expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
+			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+			  "WRITE from the owner's MR");
+		for (i = 0; i < LEN && t.buf[i] == (char)('A' + i % 23); i++)
+			;
+		fu_expect(i == LEN,
+			  "WRITE from the owner's MR: byte %zu differs", i);
+		/* READ into the owner's memory: the owner sees it. */
+		memset(t.buf, 'c', LEN);
+		expect_wr(qp, cq, IBV_WR_RDMA_READ, oi.addr, oi.lkey,
+			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+			  "READ into the owner's MR");
+		assert_int_equal(xsend_byte(sock, 'V'), 0);
+		assert_int_equal(xsend_byte(sock, 'c'), 0);
+		fu_expect(xrecv_byte(sock) == 'y',
+			  "the owner's memory after READ");
+		fetch_add_into_owner(qp, cq, &oi, &t);
+	}
+	ibv_destroy_qp(qp);
+	qp = connect_to(ipd, cq, &t);
+
 	/* A peer's WRITE to our QP with the owner's rkey lands in the
 	 * owner's memory. */
 	memset(t.buf, 'w', LEN);

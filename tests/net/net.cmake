@@ -186,6 +186,13 @@ add_test(NAME net.func.test_parent_domain
 	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh
 		$<TARGET_FILE:func_test_parent_domain>)
 srdma_net_props(net.func.test_parent_domain 300)
+# Object import across processes (docs/design/import.md): the owner's
+# rkeys and receive buffers at the importer's QPs over the wire; its lkeys
+# are the net requester's known limit, which the test expects.
+add_test(NAME net.func.test_import_xproc
+	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh
+		$<TARGET_FILE:func_test_import_xproc>)
+srdma_net_props(net.func.test_import_xproc 300)
 
 # Hostile datagrams to a server's port 4791 while ibv_rc_pingpong -c runs
 # (net_flood.sh): the transfer completes, drops are counted by cause.
