@@ -31,6 +31,9 @@
  *    which kills the target, reaps it and gives its pid to the newcomer.
  *    A WRITE must not reach the newcomer, a READ must not complete
  *    successfully with its bytes;
+ *  - the target execs (same pid and start time, a live pidfd, its
+ *    registry entry LIVE): a WRITE ends with RETRY_EXC_ERR, not in the
+ *    new image (the kernel marks the target's life marker at exec);
  *  - the survivor as passive target: an initiator streaming WRITEs and
  *    SENDs is killed at random moments (seeded, printed); dereg, destroy
  *    and close in the survivor finish promptly.
@@ -550,6 +553,73 @@ static void test_target_pid_reused(void **state)
 	fu_done();
 }
 
+/* Target that replaces its image: same pid, same start time, no context. */
+static void exec_child(int fd)
+{
+	struct pinfo peer;
+	struct pside s;
+	char b = 'R';
+
+	XCHK(!ps_handshake(&s, fd, &peer, true));
+	XCHK(!xio(fd, &b, 1, true));
+	XCHK(!xio(fd, &b, 1, false));
+	execl("/bin/sleep", "sleep", "30", (char *)NULL);
+	_exit(5);
+}
+
+/*
+ * The target execs: its pid, start time, pidfd and registry entry all
+ * still say "alive", but the process is no longer the one that registered
+ * the memory. Its life marker says otherwise (the kernel marks it at
+ * exec): a WRITE ends as to a dead target, not in the new image.
+ */
+static void test_target_execs(void **state)
+{
+	struct pinfo peer;
+	struct pside s;
+	char b = 0;
+	int fd, st;
+	pid_t pid;
+
+	(void)state;
+	alarm(60);
+	memset(early, 0, sizeof(early));
+	pid = xp_spawn(&fd, exec_child, 30);
+	assert_int_equal(ps_handshake(&s, fd, &peer, false), 0);
+	assert_int_equal(xio(fd, &b, 1, false), 0);
+	assert_int_equal(b, 'R');
+	assert_int_equal(post_op(&s, Q_WRITE, IBV_WR_RDMA_WRITE, &peer, true),
+			 0);
+	expect_status(s.cq, Q_WRITE, IBV_WC_SUCCESS, "RC WRITE", "alive");
+	assert_int_equal(xio(fd, &b, 1, true), 0);
+	/* The exec is done once /proc shows the new image. */
+	for (int i = 0; i < 500; i++) {
+		char path[64], comm[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(comm, sizeof(comm), f))
+				comm[0] = 0;
+			fclose(f);
+		}
+		if (!strncmp(comm, "sleep", 5))
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(post_op(&s, Q_WRITE, IBV_WR_RDMA_WRITE, &peer, true),
+			 0);
+	expect_status(s.cq, Q_WRITE, IBV_WC_RETRY_EXC_ERR, "RC WRITE",
+		      "exec'd");
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	close(fd);
+	ps_close(&s);
+	alarm(0);
+	fu_done();
+}
+
 #ifdef PEER_DEATH_FAULT
 /*
  * Called by the fault-injection library at its PEER_COPY point: inside a
@@ -702,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_target_killed_zombie),
 		cmocka_unit_test(test_target_killed_reaped),
 		cmocka_unit_test(test_target_pid_reused),
+		cmocka_unit_test(test_target_execs),
 		cmocka_unit_test(test_initiator_killed),
 #endif
 	};

@@ -41,7 +41,6 @@
 
 enum { LIFE_HOLD = 1, LIFE_RELEASE = 2 };
 
-static pthread_once_t life_once = PTHREAD_ONCE_INIT;
 /* One request at a time: held by the caller for the whole exchange. */
 static pthread_mutex_t life_call_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t life_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,7 +62,9 @@ static void life_child(void)
 	life_done = false;
 }
 
-static void life_init(void)
+/* Registered before any thread can hold the locks (a pthread_once()
+ * racing a fork() would leave the child's once stuck "in progress"). */
+__attribute__((constructor)) static void life_register_atfork(void)
 {
 	pthread_atfork(NULL, NULL, life_child);
 }
@@ -122,7 +123,6 @@ static int life_call(pthread_mutex_t *m, int op)
 {
 	int r = 0;
 
-	pthread_once(&life_once, life_init);
 	pthread_mutex_lock(&life_call_lock);
 	pthread_mutex_lock(&life_lock);
 	if (!life_running)
