@@ -264,12 +264,16 @@ void srdma_cm_event_disconnected(struct cm_id *id, int status)
 	unsigned int hold = disc_hold_ms();
 	uint32_t qpn = held_qpn_of(id);
 	struct cm_event *ev;
-	int i;
 
+	/*
+	 * What the peer sent is in the receive CQ (with everything else
+	 * when the QP has one CQ). Completions of our own sends already in
+	 * a send CQ of their own tell nothing about the peer: programs that
+	 * never poll that CQ are not made to wait for them.
+	 */
 	if (!hold || !qpn || id->held ||
 	    srdma_priv_qp_cq_marks(id->dev->verbs, qpn, &m) ||
-	    (m.cons[0] >= m.prod[0] && m.cons[1] >= m.prod[1] &&
-	     !m.sq_busy)) {
+	    (m.cons[1] >= m.prod[1] && !m.sq_busy)) {
 		srdma_cm_event_post(id, NULL, RDMA_CM_EVENT_DISCONNECTED,
 				    status, NULL);
 		return;
@@ -284,8 +288,8 @@ void srdma_cm_event_disconnected(struct cm_id *id, int status)
 	ev->ev.status = status;
 	id->held = ev;
 	id->held_qpn = qpn;
-	for (i = 0; i < 2; i++)
-		id->held_mark[i] = m.prod[i];
+	id->held_mark[0] = m.cons[0];
+	id->held_mark[1] = m.prod[1];
 	id->held_sends = m.sq_busy != 0;
 	id->held_until_ms = srdma_cm_now_ms() + hold;
 	cm.n_held++;

@@ -763,7 +763,9 @@ int srdma_qp_cq_marks(struct srdma_context *ctx, uint32_t qpn,
 	atomic_fetch_add(&qp->busy, 1);
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_lock(&qp->sq_lock);
-	m->sq_busy = qp->n_pend + srdma_netreq_outstanding_locked(qp);
+	/* Not qp->n_pend: a send deferred for RNR on this host waits for
+	 * the peer's application, which will never answer once gone. */
+	m->sq_busy = srdma_netreq_outstanding_locked(qp);
 	pthread_mutex_unlock(&qp->sq_lock);
 	cq[0] = qp->send_cq;
 	cq[1] = qp->recv_cq;

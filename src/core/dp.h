@@ -211,7 +211,8 @@ void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc);
 struct srdma_cq_marks {
 	uint64_t prod[2];	/* CQEs produced so far (a position) */
 	uint64_t cons[2];	/* CQEs polled so far (a position) */
-	uint32_t sq_busy;	/* send WRs whose CQE is not in the CQ yet */
+	uint32_t sq_busy;	/* net send WRs whose CQE is not in the CQ
+				 * yet (queued or not yet acknowledged) */
 };
 
 /**
@@ -219,8 +220,8 @@ struct srdma_cq_marks {
  * compares two readings to learn whether the application has polled the
  * completions present at the first (cma_event.c, DISCONNECTED). A CQ
  * the QP lacks reads 0/0. Positions only grow, but cleaning a destroyed
- * QP's CQEs out lowers prod. Also how many of its send WRs have no CQE
- * yet (deferred, or not acknowledged by a net peer).
+ * QP's CQEs out lowers prod. Also how many of its send WRs on the net
+ * transport have no CQE yet (queued, or not acknowledged by the peer).
  * Return: 0, or -ENOENT when @ctx has no such QP (destroyed, or another
  * context's). Context: any thread; pins the QP under ctx->lock, then
  * takes its sq_lock and each CQ's plock without it.

@@ -20,7 +20,7 @@
 struct srdma_priv_cq_marks {
 	uint64_t prod[2]; /* CQEs produced so far (a position) */
 	uint64_t cons[2]; /* CQEs polled so far (a position) */
-	uint32_t sq_busy; /* send WRs whose CQE is not in the CQ yet */
+	uint32_t sq_busy; /* net send WRs whose CQE is not in the CQ yet */
 };
 
 /**
@@ -28,8 +28,10 @@ struct srdma_priv_cq_marks {
  * of @ctx stand: how many CQEs were produced and how many polled, as
  * positions that only grow (except that destroying or resetting a QP
  * cleans its CQEs out, which lowers prod). A CQ the QP lacks reads 0/0.
- * And how many send WRs of the QP have no CQE yet: waiting for the peer's
- * receive (RNR) or, between hosts, for its ACK.
+ * And how many send WRs of the QP on the net transport have no CQE yet
+ * (between hosts: queued, or waiting for the peer's ACK). Sends deferred
+ * for RNR on one host are not counted: they wait for the peer's
+ * application.
  * @ctx: a context of this library
  * @qpn: the QP's number; a destroyed QP is looked up safely
  * @m:   the reading

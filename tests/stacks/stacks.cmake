@@ -234,8 +234,10 @@ srdma_net_stack_test(mpi_ucx_ud_2x2 LONG BUDGET 120 CMD mpi 4
 # The server's listener is on the host's own address only because binding
 # a loopback address on a RoCE port attaches no device (cma_id.c).
 srdma_net_stack_test(fi_verbs_msg CMD fi -p verbs -e msg -c -I 100 -S 4096)
-# rdm is "long": libfabric 1.17's rxm loses the last message now and then
-# at the end of a run, on one host too (docs/design/stacks.md, "libfabric
-# rxm at teardown").
+# rdm stays "long": libfabric 1.17's rxm used to lose the last message now
+# and then at the end of a run (docs/design/stacks.md, "libfabric rxm at
+# teardown"); since the CM orders DISCONNECTED after the completions, all
+# but one of over 150 runs passed (load 4 to 18), the one failure a hang
+# of both sides not yet explained.
 srdma_net_stack_test(fi_rxm_rdm LONG CMD rdm -c -I 100 -S 4096)
 srdma_net_stack_test(fi_rxm_rdm_1m LONG CMD rdm -c -I 20 -S 1048576)
