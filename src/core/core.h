@@ -189,7 +189,8 @@ struct srdma_context {
 	bool relaxed_thread_up;		/* lock */
 	bool relaxed_stop;		/* lock */
 	pthread_cond_t relaxed_cond;	/* with lock */
-	uint32_t relaxed_flushing;	/* lock: flushes now draining */
+	uint32_t relaxed_flushing;	/* lock: flushes now draining; the last
+					 * to end signals relaxed_cond */
 	struct srdma_mr *rpending;	/* lock: pending relaxed MRs, oldest
 					 * first, all PDs */
 	struct srdma_mr **rpending_tail; /* lock */

@@ -455,6 +455,9 @@ void srdma_mr_invalidate_locked(struct srdma_context *ctx,
 				    SRDMA_KEY_INVALID);
 	/* (2) Wait for accesses already in flight, without the lock. */
 	pthread_mutex_unlock(&ctx->lock);
+	/* Fault builds: a test holds the unlocked window open here (the
+	 * relaxed timer must not starve a flush that wants the lock back). */
+	SRDMA_FAULT_HOOK(MR_DRAIN);
 	for (i = 0; i < n; i++)
 		srdma_key_drain(&ctx->kt, mrs[i]->slot, &ctx->host);
 	pthread_mutex_lock(&ctx->lock);

@@ -12,7 +12,8 @@
  *     exhausted on registration (implicit flush),
  *   - one has been pending for RELAXED_DELAY_NS: a per-context timer
  *     thread, started on the first pending MR, sleeps on a condition
- *     variable until the oldest deadline (it never spins).
+ *     variable until the oldest deadline (it never spins); while another
+ *     flush drains it waits on that variable too, for the flush's signal.
  * All list state is under ctx->lock; a flush takes its victims off the
  * list before dropping the lock to drain them, and sets relaxed_flushing
  * so a concurrent registration that finds the pool empty answers EAGAIN.
@@ -92,7 +93,9 @@ void srdma_relaxed_flush_locked(struct srdma_context *ctx,
 		srdma_mr_invalidate_locked(ctx, victims, n);
 	if (victims != stack)
 		free(victims);
-	ctx->relaxed_flushing--;
+	/* The timer waits for the last flush to end (relaxed_timer). */
+	if (!--ctx->relaxed_flushing)
+		pthread_cond_signal(&ctx->relaxed_cond);
 }
 
 static void *relaxed_timer(void *arg)
@@ -116,8 +119,16 @@ static void *relaxed_timer(void *arg)
 					       &ts);
 			continue;
 		}
-		if (!ctx->relaxed_flushing)
-			srdma_relaxed_flush_locked(ctx, NULL, true);
+		/*
+		 * A flush is draining with the lock dropped and must retake
+		 * it to finish: wait for its signal, never loop holding the
+		 * lock (that starves the flusher forever).
+		 */
+		if (ctx->relaxed_flushing) {
+			pthread_cond_wait(&ctx->relaxed_cond, &ctx->lock);
+			continue;
+		}
+		srdma_relaxed_flush_locked(ctx, NULL, true);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return NULL;

@@ -6,6 +6,7 @@
 #include "util/fault.h"
 
 #ifdef SRDMA_FAULT_INJECTION
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,5 +27,15 @@ bool srdma_fault_hit(const char *site)
 	return atomic_fetch_add_explicit(&fault_count, 1,
 					 memory_order_relaxed) + 1 ==
 	       strtoul(colon + 1, NULL, 0);
+}
+
+void srdma_fault_call_hook(const char *site)
+{
+	void (*hook)(const char *) =
+		(void (*)(const char *))dlsym(RTLD_DEFAULT,
+					      "srdma_test_fault_hook");
+
+	if (hook)
+		hook(site);
 }
 #endif

@@ -10,7 +10,8 @@
  * the MR pending; flush invalidates the pending MRs of a PD. Whether a
  * pending key still works is allowed either way and is not checked; what is
  * checked is what the API shows: return values, errno, pool capacity and
- * keys.
+ * keys. Built against the fault-injection library it runs only the timer
+ * race at its end (fault.relaxed_timer).
  */
 #include <time.h>
 
@@ -412,6 +413,85 @@ static void test_relaxed_dereg_mr_is_immediate(void **state)
 	fu_done();
 }
 
+#ifdef RELAXED_FAULT
+/*
+ * Built against the fault-injection library (fault.relaxed_timer): the
+ * timer thread against a flush that is draining with the context lock
+ * dropped. The MR_DRAIN point calls srdma_test_fault_hook() in that
+ * window; the hook holds it open past the 100 ms deadline of another PD's
+ * pending MR, so the timer wakes to an expired MR while a flush is under
+ * way. The timer must wait for that flush, not loop holding the lock the
+ * flush needs to finish (which hung the flush for good).
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+
+static struct {
+	pthread_t main;			/* only this thread's flush is held */
+	atomic_bool armed;		/* hold the next main-thread drain */
+	atomic_bool held;		/* a drain was held */
+} T;
+
+void srdma_test_fault_hook(const char *site);
+__attribute__((visibility("default"))) void
+srdma_test_fault_hook(const char *site)
+{
+	struct timespec hold = { 0, 400 * 1000 * 1000 };
+
+	if (strcmp(site, "MR_DRAIN") || !pthread_equal(pthread_self(), T.main) ||
+	    !atomic_exchange(&T.armed, false))
+		return;
+	nanosleep(&hold, NULL);
+	atomic_store(&T.held, true);
+}
+
+static void on_alarm(int sig)
+{
+	static const char msg[] =
+		"ibv_flush_relaxed_mr hung: the relaxed timer starved it\n";
+
+	(void)sig;
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
+static void test_relaxed_timer_waits_for_draining_flush(void **state)
+{
+	char *buf = fu_map(2 * fu.pg, PROT_READ | PROT_WRITE);
+	struct ibv_pd *pd2 = ibv_alloc_pd(fu.ctx);
+	struct ibv_mr *a, *b;
+
+	assert_non_null(pd2);
+	a = ibv_reg_mr_relaxed(fu.pd, buf, fu.pg, LW);
+	b = ibv_reg_mr_relaxed(pd2, buf + fu.pg, fu.pg, LW);
+	assert_non_null(a);
+	assert_non_null(b);
+	T.main = pthread_self();
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	/* b, pending first, stays listed while the flush of fu.pd drains a. */
+	fu_expect_int(ibv_dereg_mr_relaxed(b), 0, "dereg_relaxed(b)");
+	fu_expect_int(ibv_dereg_mr_relaxed(a), 0, "dereg_relaxed(a)");
+	atomic_store(&T.armed, true);
+	fu_expect_int(ibv_flush_relaxed_mr(fu.pd), 0, "flush while b expires");
+	fu_expect(atomic_load(&T.held), "the MR_DRAIN hook never held a drain");
+	/* The lock is free again (b, if not reaped yet, goes with pd2). */
+	fu_expect_int(ibv_dealloc_pd(pd2), 0, "dealloc_pd(pd2)");
+	alarm(0);
+	signal(SIGALRM, SIG_DFL);
+	fu_done();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		FU_TEST(test_relaxed_timer_waits_for_draining_flush),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -431,3 +511,4 @@ int main(void)
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
+#endif
