@@ -78,7 +78,7 @@
 #define RS_EST_TIMEOUT_MS 20000
 #define RS_IDLE_CALLS	 16		/* empty non-blocking calls: a spin */
 #define RS_IDLE_GAP_NS	 10000000	/* a longer pause ends the spin */
-#define RS_IDLE_NAP_NS	 1000000	/* longest nap of one such call */
+#define RS_IDLE_NAP_NS	 ((int64_t)RS_IDLE_NAP_MS * 1000000)
 
 /* Opcodes in the immediate's top byte. */
 enum {
@@ -111,15 +111,6 @@ struct rs_iomap_msg {
 	uint64_t len;
 	uint32_t rkey;
 	uint32_t reserved;
-};
-
-/*
- * A run of non-blocking calls that found nothing to do (see rs_idle_nap):
- * the time of the last one, how many (up to RS_IDLE_CALLS).
- */
-struct rs_idle {
-	int64_t last;
-	unsigned int calls;
 };
 
 enum rs_state {
@@ -175,7 +166,6 @@ struct rs_stream {
 
 	bool rd_shut, wr_shut, peer_fin, disconnected, qp_err;
 	unsigned int cq_events;	/* unacked CQ events */
-	struct rs_idle idle;	/* non-blocking calls finding nothing */
 
 	struct rs_iomap *lmaps, *rmaps;
 };
@@ -846,13 +836,16 @@ static int rs_wait(struct rsock *rs, int64_t deadline_ns)
 	return 0;
 }
 
-/*
- * Count one call of a run of non-blocking calls that found nothing to do.
- * True once the run looks like an application spinning on them: at least
- * RS_IDLE_CALLS calls, none further apart than RS_IDLE_GAP_NS (an event
- * loop that calls now and then never naps).
+/**
+ * srdma_rs_idle_spinning() - count a non-blocking call that found nothing.
+ * @idle: the run of such calls (the socket's, under its lock, or rpoll's
+ *	  per thread)
+ *
+ * Return: true once the run looks like an application spinning on them:
+ * at least RS_IDLE_CALLS calls, none further apart than RS_IDLE_GAP_NS (an
+ * event loop that calls now and then never naps). See rs_idle_nap.
  */
-static bool rs_idle_spinning(struct rs_idle *idle)
+bool srdma_rs_idle_spinning(struct rs_idle *idle)
 {
 	int64_t now = now_ns();
 
@@ -864,8 +857,11 @@ static bool rs_idle_spinning(struct rs_idle *idle)
 	return idle->calls >= RS_IDLE_CALLS;
 }
 
-/* The call made progress: the run of empty calls is over. */
-static void rs_idle_end(struct rs_idle *idle)
+/**
+ * srdma_rs_idle_end() - a call made progress: the run of empty calls ends.
+ * @idle: as for srdma_rs_idle_spinning()
+ */
+void srdma_rs_idle_end(struct rs_idle *idle)
 {
 	idle->calls = 0;
 }
@@ -888,10 +884,9 @@ static void rs_idle_end(struct rs_idle *idle)
  */
 static int rs_idle_nap(struct rsock *rs)
 {
-	struct rs_stream *st = to_st(rs);
 	int ret;
 
-	if (!rs_idle_spinning(&st->idle))
+	if (!srdma_rs_idle_spinning(&rs->idle))
 		return 0;
 	ret = rs_wait(rs, now_ns() + RS_IDLE_NAP_NS);
 	if (ret == -ETIMEDOUT || ret == -EINTR)	/* a non-blocking call */
@@ -1660,7 +1655,7 @@ static ssize_t stream_send(struct rsock *rs, const void *buf, size_t len,
 			if (ret)
 				return sent ? (ssize_t)sent : ret;
 			sent += chunk;
-			rs_idle_end(&st->idle);
+			srdma_rs_idle_end(&rs->idle);
 			continue;
 		}
 		progress(rs);
@@ -1760,7 +1755,7 @@ static ssize_t stream_recv(struct rsock *rs, void *buf, size_t len, int flags)
 		if (st->rx_count) {
 			size_t n = peek(st, (uint8_t *)buf + got, len - got);
 
-			rs_idle_end(&st->idle);
+			srdma_rs_idle_end(&rs->idle);
 			if (!(flags & MSG_PEEK)) {
 				consume(st, n);
 				maybe_credit(st);
@@ -2651,7 +2646,7 @@ SRDMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 				return (size_t)rs_done(rs, done ? (ssize_t)done :
 								  ret);
 			done += chunk;
-			rs_idle_end(&st->idle);
+			srdma_rs_idle_end(&rs->idle);
 			continue;
 		}
 		progress(rs);
@@ -2800,13 +2795,13 @@ SRDMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (timeout > 0 && !ready && now_ns() >= deadline)
 			timeout = 0;
 		if (ready)
-			rs_idle_end(&rpoll_idle);
+			srdma_rs_idle_end(&rpoll_idle);
 		/*
 		 * A caller spinning on rpoll(0) over rsockets naps once on
 		 * their channels, as non-blocking calls do (rs_idle_nap).
 		 */
 		if (!ready && !timeout && any_rs && !napped &&
-		    rs_idle_spinning(&rpoll_idle)) {
+		    srdma_rs_idle_spinning(&rpoll_idle)) {
 			napped = true;
 		} else if (ready || !timeout || napped) {
 			ret = ready;
@@ -2844,7 +2839,7 @@ SRDMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		if (!again) {
 			tmo = any_rs ? RS_WAIT_CAP_MS : -1;
 			if (napped)
-				tmo = (int)(RS_IDLE_NAP_NS / 1000000);
+				tmo = RS_IDLE_NAP_MS;
 			if (timeout > 0) {
 				int64_t left = (deadline - now_ns()) / 1000000;
 
