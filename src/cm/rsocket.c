@@ -35,11 +35,13 @@
  * same QP as data, so the peer learns a mapping before any data sent
  * after the riomap.
  *
- * Waiting never spins long: a blocked call polls its CQ for a few
- * microseconds, then arms it and sleeps in poll() on the completion
- * channel and the CM channel (a 100 ms cap covers a wake-up taken by
- * another thread). rpoll does the same for a whole set, passing ordinary
- * fds through to poll().
+ * Waiting never spins: a blocked call arms its CQ and sleeps in poll() on
+ * the completion channel and the CM channel (a 100 ms cap covers a
+ * wake-up taken by another thread). rpoll does the same for a whole set,
+ * passing ordinary fds through to poll(). An application that spins on
+ * non-blocking calls finding nothing is made to nap on those channels
+ * (rs_idle_nap): the peer it waits for is a process of this host, and it
+ * needs the CPU the spinner would take.
  *
  * The wire protocol is our own (both ends are softrdma); it does not
  * interoperate with rdma-core's rsockets.
