@@ -35,11 +35,13 @@
  * same QP as data, so the peer learns a mapping before any data sent
  * after the riomap.
  *
- * Waiting never spins long: a blocked call polls its CQ for a few
- * microseconds, then arms it and sleeps in poll() on the completion
- * channel and the CM channel (a 100 ms cap covers a wake-up taken by
- * another thread). rpoll does the same for a whole set, passing ordinary
- * fds through to poll().
+ * Waiting never spins: a blocked call arms its CQ and sleeps in poll() on
+ * the completion channel and the CM channel (a 100 ms cap covers a
+ * wake-up taken by another thread). rpoll does the same for a whole set,
+ * passing ordinary fds through to poll(). An application that spins on
+ * non-blocking calls finding nothing is made to nap on those channels
+ * (rs_idle_nap): the peer it waits for is a process of this host, and it
+ * needs the CPU the spinner would take.
  *
  * The wire protocol is our own (both ends are softrdma); it does not
  * interoperate with rdma-core's rsockets.
@@ -47,7 +49,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -75,9 +76,11 @@
 #define RS_CTRL_WRS	 8		/* send WRs beyond the slots */
 #define RS_CONN_MAGIC	 0x52534b31	/* "RSK1" */
 #define RS_WAIT_CAP_MS	 100
-#define RS_SPIN_NS	 50000
 #define RS_DEF_LINGER_S	 10
 #define RS_EST_TIMEOUT_MS 20000
+#define RS_IDLE_CALLS	 16		/* empty non-blocking calls: a spin */
+#define RS_IDLE_GAP_NS	 10000000	/* a longer pause ends the spin */
+#define RS_IDLE_NAP_NS	 ((int64_t)RS_IDLE_NAP_MS * 1000000)
 
 /* Opcodes in the immediate's top byte. */
 enum {
@@ -797,32 +800,23 @@ static void stream_after_wait(struct rsock *rs)
 }
 
 /*
- * Block until something may have changed: spin briefly, then arm and sleep
- * on the channels (lock dropped). @deadline_ns: 0 = none. Returns
- * -ETIMEDOUT past the deadline, -EINTR on a signal, else 0.
+ * Block until something may have changed: arm the CQ and sleep on the
+ * channels (lock dropped). No spin first: on a software device the peer
+ * we wait for is a process of this host that needs a CPU, and on a loaded
+ * machine a spinner keeps it off the CPU (paired runs of rstream -T b on
+ * the 2-CPU machine: 50 us of spin 37-50 us per transfer, none 7-8 us).
+ * @deadline_ns: 0 = none. Returns -ETIMEDOUT past the deadline, -EINTR on
+ * a signal, else 0.
  */
 static int rs_wait(struct rsock *rs, int64_t deadline_ns)
 {
 	struct rs_stream *st = to_st(rs);
 	struct pollfd pfd[2];
-	int64_t spin_end = now_ns() + RS_SPIN_NS, left;
+	int64_t left;
 	int n, tmo;
 
-	if (st->state == RSS_CONNECTED && st->cq) {
-		while (now_ns() < spin_end) {
-			struct ibv_wc wc;
-
-			if (ibv_poll_cq(st->cq, 1, &wc) > 0) {
-				handle_wc(st, &wc);
-				progress(rs);
-				return 0;
-			}
-			/* The peer we wait for may need this CPU. */
-			sched_yield();
-		}
-		if (arm(rs))
-			return 0;
-	}
+	if (st->state == RSS_CONNECTED && st->cq && arm(rs))
+		return 0;
 	n = stream_waitfds(rs, pfd);
 	tmo = RS_WAIT_CAP_MS;
 	if (deadline_ns) {
@@ -842,6 +836,64 @@ static int rs_wait(struct rsock *rs, int64_t deadline_ns)
 	stream_after_wait(rs);
 	progress(rs);
 	return 0;
+}
+
+/**
+ * srdma_rs_idle_spinning() - count a non-blocking call that found nothing.
+ * @idle: the run of such calls (the socket's, under its lock, or rpoll's
+ *	  per thread)
+ *
+ * Return: true once the run looks like an application spinning on them:
+ * at least RS_IDLE_CALLS calls, none further apart than RS_IDLE_GAP_NS (an
+ * event loop that calls now and then never naps). See rs_idle_nap.
+ */
+bool srdma_rs_idle_spinning(struct rs_idle *idle)
+{
+	int64_t now = now_ns();
+
+	if (now - idle->last > RS_IDLE_GAP_NS)
+		idle->calls = 0;
+	idle->last = now;
+	if (idle->calls < RS_IDLE_CALLS)
+		idle->calls++;
+	return idle->calls >= RS_IDLE_CALLS;
+}
+
+/**
+ * srdma_rs_idle_end() - a call made progress: the run of empty calls ends.
+ * @idle: as for srdma_rs_idle_spinning()
+ */
+void srdma_rs_idle_end(struct rs_idle *idle)
+{
+	idle->calls = 0;
+}
+
+/*
+ * rs_idle_nap() - a non-blocking call on @rs found nothing to do (lock
+ * held). rstream, riostream and others spin on such calls. Our device is
+ * software: the peer they wait for is a process of this host, which needs
+ * a CPU to post what they spin for, and on a loaded machine a spinner
+ * (yielding or not) keeps the peer off the CPU for most of a time slice
+ * per message - a 64-byte ping-pong then takes ~600 us instead of ~10.
+ * So once the calls look like a spin (rs_idle_spinning), each further one
+ * naps on the socket's channels, lock dropped, until a completion or CM
+ * event arrives, RS_IDLE_NAP_NS at most: the peer's next message wakes us
+ * at once, and the scheduler runs a woken sleeper promptly.
+ *
+ * Return: 1 after a nap (look once more before EAGAIN), 0 without one
+ * or when a signal cut it short, -EBADF when the socket was closed
+ * meanwhile.
+ */
+static int rs_idle_nap(struct rsock *rs)
+{
+	int ret;
+
+	if (!srdma_rs_idle_spinning(&rs->idle))
+		return 0;
+	ret = rs_wait(rs, now_ns() + RS_IDLE_NAP_NS);
+	if (ret == -ETIMEDOUT || ret == -EINTR)	/* a non-blocking call */
+		ret = 0;
+	return ret ? ret : 1;
 }
 
 /* ---- Connection management ------------------------------------------ */
@@ -1081,17 +1133,13 @@ static void rs_unlock(struct rsock *rs)
 }
 
 /*
- * Return @ret (>= 0) or -1 with errno = -ret, and unlock. An EAGAIN
- * yields the CPU first: applications (rstream, riostream) spin on
- * non-blocking calls, and on a software device the peer they wait for
- * needs a CPU to make the progress they are spinning for.
+ * Return @ret (>= 0) or -1 with errno = -ret, and unlock. (Applications
+ * spinning on EAGAIN: see rs_idle_nap.)
  */
 static ssize_t rs_done(struct rsock *rs, ssize_t ret)
 {
 	rs_unlock(rs);
 	if (ret < 0) {
-		if (ret == -EAGAIN)
-			sched_yield();
 		errno = (int)-ret;
 		return -1;
 	}
@@ -1575,6 +1623,7 @@ static ssize_t stream_send(struct rsock *rs, const void *buf, size_t len,
 			   int flags)
 {
 	struct rs_stream *st = to_st(rs);
+	bool napped = false;
 	size_t sent = 0;
 	int ret;
 
@@ -1608,6 +1657,7 @@ static ssize_t stream_send(struct rsock *rs, const void *buf, size_t len,
 			if (ret)
 				return sent ? (ssize_t)sent : ret;
 			sent += chunk;
+			srdma_rs_idle_end(&rs->idle);
 			continue;
 		}
 		progress(rs);
@@ -1617,8 +1667,18 @@ static ssize_t stream_send(struct rsock *rs, const void *buf, size_t len,
 		progress_cm(rs);
 		if (st->disconnected)
 			continue;
-		if (is_nonblock(rs, flags))
-			return sent ? (ssize_t)sent : -EAGAIN;
+		if (is_nonblock(rs, flags)) {
+			if (sent)
+				return (ssize_t)sent;
+			if (napped)
+				return -EAGAIN;
+			ret = rs_idle_nap(rs);
+			if (ret <= 0)
+				return ret ? ret : -EAGAIN;
+			napped = true;
+			progress(rs);
+			continue;
+		}
 		ret = rs_wait(rs, 0);
 		if (ret)
 			return sent ? (ssize_t)sent : ret;
@@ -1677,6 +1737,7 @@ static size_t peek(struct rs_stream *st, uint8_t *buf, size_t len)
 static ssize_t stream_recv(struct rsock *rs, void *buf, size_t len, int flags)
 {
 	struct rs_stream *st = to_st(rs);
+	bool napped = false;
 	size_t got = 0;
 	int ret;
 
@@ -1696,6 +1757,7 @@ static ssize_t stream_recv(struct rsock *rs, void *buf, size_t len, int flags)
 		if (st->rx_count) {
 			size_t n = peek(st, (uint8_t *)buf + got, len - got);
 
+			srdma_rs_idle_end(&rs->idle);
 			if (!(flags & MSG_PEEK)) {
 				consume(st, n);
 				maybe_credit(st);
@@ -1712,8 +1774,18 @@ static ssize_t stream_recv(struct rsock *rs, void *buf, size_t len, int flags)
 		progress_cm(rs);
 		if (eof(st))
 			continue;
-		if (is_nonblock(rs, flags) && !(flags & MSG_WAITALL && got))
-			return got ? (ssize_t)got : -EAGAIN;
+		if (is_nonblock(rs, flags) && !(flags & MSG_WAITALL && got)) {
+			if (got)
+				return (ssize_t)got;
+			if (napped)
+				return -EAGAIN;
+			ret = rs_idle_nap(rs);
+			if (ret <= 0)
+				return ret ? ret : -EAGAIN;
+			napped = true;
+			progress(rs);
+			continue;
+		}
 		ret = rs_wait(rs, 0);
 		if (ret)
 			return got ? (ssize_t)got : ret;
@@ -2536,6 +2608,7 @@ SRDMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 	struct rsock *rs = rs_lock_fd(socket);
 	struct rs_stream *st;
 	struct rs_iomap *m;
+	bool napped = false;
 	size_t done = 0;
 	ssize_t ret;
 
@@ -2575,13 +2648,23 @@ SRDMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 				return (size_t)rs_done(rs, done ? (ssize_t)done :
 								  ret);
 			done += chunk;
+			srdma_rs_idle_end(&rs->idle);
 			continue;
 		}
 		progress(rs);
 		if (st->n_free && st->sq_busy < st->sq_depth)
 			continue;
-		if (is_nonblock(rs, flags))
-			return (size_t)rs_done(rs, done ? (ssize_t)done : -EAGAIN);
+		if (is_nonblock(rs, flags)) {
+			if (done || napped)
+				return (size_t)rs_done(rs, done ? (ssize_t)done :
+								  -EAGAIN);
+			ret = rs_idle_nap(rs);
+			if (ret <= 0)
+				return (size_t)rs_done(rs, ret ? ret : -EAGAIN);
+			napped = true;
+			progress(rs);
+			continue;
+		}
 		ret = rs_wait(rs, 0);
 		if (ret)
 			return (size_t)rs_done(rs, done ? (ssize_t)done : ret);
@@ -2590,6 +2673,9 @@ SRDMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 }
 
 /* ---- rpoll / rselect -------------------------------------------------- */
+
+/* This thread's run of rpoll(timeout 0) calls that found nothing. */
+static __thread struct rs_idle rpoll_idle;
 
 /* Events of a stream socket now; lock held, progress made. */
 static short stream_revents(struct rsock *rs, short events)
@@ -2672,6 +2758,7 @@ SRDMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 	struct rsock **rss;
 	int64_t deadline = timeout > 0 ? now_ns() + (int64_t)timeout * 1000000 :
 					 0;
+	bool napped = false;
 	int ret;
 	nfds_t i;
 
@@ -2709,10 +2796,16 @@ SRDMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		}
 		if (timeout > 0 && !ready && now_ns() >= deadline)
 			timeout = 0;
-		if (ready || !timeout) {
-			/* Spinning callers: let the peer run (see rs_done). */
-			if (!ready && any_rs)
-				sched_yield();
+		if (ready)
+			srdma_rs_idle_end(&rpoll_idle);
+		/*
+		 * A caller spinning on rpoll(0) over rsockets naps once on
+		 * their channels, as non-blocking calls do (rs_idle_nap).
+		 */
+		if (!ready && !timeout && any_rs && !napped &&
+		    srdma_rs_idle_spinning(&rpoll_idle)) {
+			napped = true;
+		} else if (ready || !timeout || napped) {
 			ret = ready;
 			break;
 		}
@@ -2747,6 +2840,8 @@ SRDMA_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		}
 		if (!again) {
 			tmo = any_rs ? RS_WAIT_CAP_MS : -1;
+			if (napped)
+				tmo = RS_IDLE_NAP_MS;
 			if (timeout > 0) {
 				int64_t left = (deadline - now_ns()) / 1000000;
 

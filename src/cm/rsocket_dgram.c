@@ -27,7 +27,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -479,6 +478,23 @@ static int wait_dg(struct rsock *rs, int tmo_ms)
 	return 0;
 }
 
+/*
+ * A non-blocking call found nothing (lock held): EAGAIN, unless the calls
+ * are a spin (srdma_rs_idle_spinning), in which case the first time in
+ * this call it naps on the channels, RS_IDLE_NAP_MS at most, and returns
+ * 0 to look once more (rsocket.c's rs_idle_nap says why). Positive errno.
+ */
+static int nap(struct rsock *rs, bool *napped)
+{
+	int err;
+
+	if (*napped || !srdma_rs_idle_spinning(&rs->idle))
+		return EAGAIN;
+	*napped = true;
+	err = -wait_dg(rs, RS_IDLE_NAP_MS);
+	return err == EINTR ? EAGAIN : err;
+}
+
 static struct dg_peer *resolve(struct rsock *rs, const struct sockaddr *to,
 			       socklen_t tolen, int *err)
 {
@@ -533,6 +549,7 @@ ssize_t srdma_rsd_sendto(struct rsock *rs, const void *buf, size_t len,
 	struct dg_peer *p;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { 0 }, *bad;
+	bool napped = false;
 	uint32_t slot;
 	int err = 0;
 
@@ -566,13 +583,16 @@ ssize_t srdma_rsd_sendto(struct rsock *rs, const void *buf, size_t len,
 		if (d->n_free)
 			break;
 		if (rs->nonblock || (flags & MSG_DONTWAIT)) {
-			err = EAGAIN;
-			goto out;
+			err = nap(rs, &napped);
+			if (err)
+				goto out;
+			continue;
 		}
 		err = -wait_dg(rs, 100);
 		if (err)
 			goto out;
 	}
+	srdma_rs_idle_end(&rs->idle);
 	slot = d->free_slots[--d->n_free];
 	memcpy(d->sbuf + (size_t)slot * d->buf_size, buf, len);
 	sge.addr = (uintptr_t)(d->sbuf + (size_t)slot * d->buf_size);
@@ -590,11 +610,8 @@ ssize_t srdma_rsd_sendto(struct rsock *rs, const void *buf, size_t len,
 		d->free_slots[d->n_free++] = slot;
 out:
 	pthread_mutex_unlock(&rs->lock);
-	if (err) {
-		if (err == EAGAIN)
-			sched_yield();
+	if (err)
 		return fail(err);
-	}
 	return (ssize_t)len;
 }
 
@@ -613,6 +630,7 @@ ssize_t srdma_rsd_recvfrom(struct rsock *rs, void *buf, size_t len, int flags,
 			   struct sockaddr *from, socklen_t *fromlen)
 {
 	struct rs_dgram *d;
+	bool napped = false;
 	ssize_t ret;
 	int err = 0;
 
@@ -627,13 +645,16 @@ ssize_t srdma_rsd_recvfrom(struct rsock *rs, void *buf, size_t len, int flags,
 		if (d->rx_count)
 			break;
 		if (rs->nonblock || (flags & MSG_DONTWAIT)) {
-			err = EAGAIN;
-			goto out;
+			err = nap(rs, &napped);
+			if (err)
+				goto out;
+			continue;
 		}
 		err = -wait_dg(rs, 100);
 		if (err)
 			goto out;
 	}
+	srdma_rs_idle_end(&rs->idle);
 	{
 		uint32_t k = d->rx_head, i = d->rx_idx[k];
 		size_t n = d->rx_len[k] < len ? d->rx_len[k] : len;
@@ -668,8 +689,6 @@ ssize_t srdma_rsd_recvfrom(struct rsock *rs, void *buf, size_t len, int flags,
 	return ret;
 out:
 	pthread_mutex_unlock(&rs->lock);
-	if (err == EAGAIN)
-		sched_yield();
 	return fail(err);
 }
 

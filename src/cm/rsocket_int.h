@@ -35,6 +35,16 @@ enum rs_type {
 struct rs_dgram;
 
 /*
+ * struct rs_idle - a run of non-blocking calls that found nothing to do
+ * (see srdma_rs_idle_spinning): the time of the last one (CLOCK_MONOTONIC
+ * ns), how many (up to a threshold).
+ */
+struct rs_idle {
+	int64_t last;
+	unsigned int calls;
+};
+
+/*
  * struct rsock - one rsocket. Fields: rsock.lock unless marked.
  */
 struct rsock {
@@ -47,6 +57,7 @@ struct rsock {
 	unsigned int fork_gen;	/* rs_fork_gen at creation; constant */
 	bool nonblock;		/* O_NONBLOCK through rfcntl / SOCK_NONBLOCK */
 	int so_error;		/* pending error for SO_ERROR (positive) */
+	struct rs_idle idle;	/* non-blocking calls finding nothing */
 
 	/* Options: stored, reported, and used where they mean something. */
 	int opt_reuseaddr, opt_keepalive, opt_keepidle, opt_nodelay;
@@ -65,6 +76,12 @@ void srdma_rs_put(struct rsock *rs);
 int srdma_rs_insert(struct rsock *rs);
 /* Allocate an rsock with defaults (not published); NULL on ENOMEM. */
 struct rsock *srdma_rs_alloc(int fd, enum rs_type type, int domain);
+/* A non-blocking call found nothing: true once the calls are a spin. */
+bool srdma_rs_idle_spinning(struct rs_idle *idle);
+/* A call made progress: the run of empty calls is over. */
+void srdma_rs_idle_end(struct rs_idle *idle);
+/* Longest nap of one non-blocking call of a spin, in ms. */
+#define RS_IDLE_NAP_MS 1
 
 /* Datagram sockets (rsocket_dgram.c). Each returns the public convention
  * already converted (-1 + errno), except as noted. */

@@ -10,7 +10,8 @@
  * connect (EINPROGRESS, POLLOUT, SO_ERROR), rpoll's timeout without
  * burning the CPU and its pass-through of plain fds, shutdown of either
  * direction, MSG_PEEK / MSG_DONTWAIT, options, and credit flow control
- * with a 4-buffer receive ring and a slow reader (data intact), fork()
+ * with a 4-buffer receive ring and a slow reader (data intact), a spin
+ * on non-blocking calls that naps instead of burning the CPU, fork()
  * (inherited rsockets EBADF, new ones work), and datagram sockets.
  */
 #include <arpa/inet.h>
@@ -431,6 +432,95 @@ static void test_peek_dontwait_opts(void **state)
 	rclose(sfd);
 }
 
+/* Milliseconds of CPU this thread has used. */
+static int64_t thread_cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return (int64_t)ru.ru_utime.tv_sec * 1000 +
+	       ru.ru_utime.tv_usec / 1000 +
+	       (int64_t)ru.ru_stime.tv_sec * 1000 + ru.ru_stime.tv_usec / 1000;
+}
+
+struct late_arg {
+	int fd;
+	int delay_ms;
+};
+
+/* Send one byte on ->fd after ->delay_ms: a peer that takes its time. */
+static void *late_sender(void *p)
+{
+	struct late_arg *a = p;
+
+	usleep((useconds_t)a->delay_ms * 1000);
+	if (rsend(a->fd, "x", 1, 0) != 1)
+		return (void *)1;
+	return NULL;
+}
+
+/*
+ * An application spinning on non-blocking rrecv (rstream's default) or on
+ * rpoll(0) (rstream -T a) while its peer takes 300 ms: it must not burn
+ * the CPU the peer needs (the peer is a process of this host on our
+ * software device), yet see the data as soon as it comes.
+ */
+static void test_nonblock_spin(void **state)
+{
+	struct late_arg a = { .delay_ms = 300 };
+	int64_t t0, el, cpu, calls;
+	struct pollfd pfd;
+	pthread_t th;
+	void *ret;
+	int cfd, sfd, round, r;
+	char c;
+
+	(void)state;
+	make_pair(&cfd, &sfd, 0, 0);
+	a.fd = sfd;
+	for (round = 0; round < 2; round++) {
+		assert_int_equal(pthread_create(&th, NULL, late_sender, &a), 0);
+		t0 = now_ms();
+		cpu = thread_cpu_ms();
+		calls = 0;
+		for (;;) {
+			calls++;
+			if (round == 0) {
+				r = (int)rrecv(cfd, &c, 1, MSG_DONTWAIT);
+				if (r == 1)
+					break;
+				assert_int_equal(r, -1);
+				assert_int_equal(errno, EAGAIN);
+			} else {
+				pfd.fd = cfd;
+				pfd.events = POLLIN;
+				r = rpoll(&pfd, 1, 0);
+				if (r == 1) {
+					assert_int_equal(rrecv(cfd, &c, 1, 0),
+							 1);
+					break;
+				}
+				assert_int_equal(r, 0);
+			}
+			assert_true(now_ms() - t0 < 10000);
+		}
+		el = now_ms() - t0;
+		cpu = thread_cpu_ms() - cpu;
+		assert_int_equal(c, 'x');
+		assert_int_equal(pthread_join(th, &ret), 0);
+		assert_null(ret);
+		print_message("%s spin: %lld calls, %lld ms, %lld ms CPU\n",
+			      round ? "rpoll(0)" : "rrecv(DONTWAIT)",
+			      (long long)calls, (long long)el,
+			      (long long)cpu);
+		assert_true(el >= 290);
+		assert_true(calls > 16);
+		assert_true(cpu * 10 < el);	/* napped, did not spin */
+	}
+	rclose(cfd);
+	rclose(sfd);
+}
+
 struct flow_arg {
 	int fd;
 	size_t total;
@@ -642,6 +732,7 @@ int main(void)
 		cmocka_unit_test(test_rpoll_timeout),
 		cmocka_unit_test(test_shutdown),
 		cmocka_unit_test(test_peek_dontwait_opts),
+		cmocka_unit_test(test_nonblock_spin),
 		cmocka_unit_test(test_flow_control),
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_dgram),
