@@ -450,7 +450,7 @@ static struct cm_event *channel_pop(struct cm_channel *chan)
 static int child_take_channel(struct cm_event *ev, struct cm_channel *from)
 {
 	struct cm_id *child = ev->owner;
-	struct cm_channel *priv;
+	struct cm_channel *priv = NULL;
 	int ret;
 
 	if (ev->ev.event != RDMA_CM_EVENT_CONNECT_REQUEST || child->sync)
@@ -553,7 +553,7 @@ int srdma_cm_complete(struct cm_id *id)
 
 SRDMA_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
-	struct cm_channel *chan;
+	struct cm_channel *chan = NULL;
 	int ret = srdma_cm_channel_new(false, &chan);
 
 	if (ret) {
@@ -622,7 +622,7 @@ SRDMA_EXPORT int rdma_ack_cm_event(struct rdma_cm_event *event)
 SRDMA_EXPORT int rdma_migrate_id(struct rdma_cm_id *id,
 				 struct rdma_event_channel *channel)
 {
-	struct cm_channel *to, *from;
+	struct cm_channel *to = NULL, *from;
 	struct cm_id *cid;
 	bool sync = false;
 	int ret;
