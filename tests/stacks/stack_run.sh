@@ -113,6 +113,18 @@ trap cleanup EXIT
 RUN=(setsid)
 if [ "$as_user" = 1 ] && [ "$(id -u)" = 0 ]; then
 	command -v setpriv >/dev/null || skip "setpriv (util-linux) missing"
+	# A build nobody cannot reach (a clone in a 0700 directory, as
+	# `mktemp -d` makes them): run a copy of the tool and the libraries
+	# from the test's own directory instead.
+	if ! setpriv --reuid=65534 --regid=65534 --clear-groups \
+		test -x "$SRDMA"; then
+		stage=$work/build
+		mkdir -p "$stage/bin" "$stage/lib" &&
+			cp "$SRDMA" "$stage/bin/" &&
+			cp -P "$(dirname "$SRDMA")"/../lib/*.so* "$stage/lib/" ||
+			exit 1
+		SRDMA=$stage/bin/$(basename "$SRDMA")
+	fi
 	setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$SRDMA" ||
 		skip "nobody cannot reach $SRDMA (a parent directory is" \
 			"not searchable)"
@@ -269,6 +281,10 @@ mpi)
 	prog=$2
 	shift 2
 	[ -x "$prog" ] || skip "$prog was not built (no mpicc)"
+	if [ -n "${stage:-}" ]; then
+		cp "$prog" "$stage/bin/" || exit 1
+		prog=$stage/bin/$(basename "$prog")
+	fi
 	mpiargs=(-np "$np" --oversubscribe --bind-to none)
 	[ "$(id -u)" = 0 ] && [ "$as_user" = 0 ] &&
 		mpiargs+=(--allow-run-as-root)
