@@ -880,20 +880,27 @@ void srdma_rs_idle_end(struct rs_idle *idle)
  * event arrives, RS_IDLE_NAP_NS at most: the peer's next message wakes us
  * at once, and the scheduler runs a woken sleeper promptly.
  *
- * Return: 1 after a nap (look once more before EAGAIN), 0 without one
- * or when a signal cut it short, -EBADF when the socket was closed
+ * @napped: the call's own flag: one nap per call at most
+ *
+ * Return: 0 after a nap and a round of progress (the caller looks once
+ * more), -EAGAIN when the call has napped already, is not part of a
+ * spin, or a signal cut the nap short, -EBADF when the socket was closed
  * meanwhile.
  */
-static int rs_idle_nap(struct rsock *rs)
+static int rs_idle_nap(struct rsock *rs, bool *napped)
 {
 	int ret;
 
-	if (!srdma_rs_idle_spinning(&rs->idle))
-		return 0;
+	if (*napped || !srdma_rs_idle_spinning(&rs->idle))
+		return -EAGAIN;
 	ret = rs_wait(rs, now_ns() + RS_IDLE_NAP_NS);
 	if (ret == -ETIMEDOUT || ret == -EINTR)	/* a non-blocking call */
-		ret = 0;
-	return ret ? ret : 1;
+		return -EAGAIN;
+	if (ret)
+		return ret;
+	*napped = true;
+	progress(rs);
+	return 0;
 }
 
 /* ---- Connection management ------------------------------------------ */
@@ -1670,13 +1677,9 @@ static ssize_t stream_send(struct rsock *rs, const void *buf, size_t len,
 		if (is_nonblock(rs, flags)) {
 			if (sent)
 				return (ssize_t)sent;
-			if (napped)
-				return -EAGAIN;
-			ret = rs_idle_nap(rs);
-			if (ret <= 0)
-				return ret ? ret : -EAGAIN;
-			napped = true;
-			progress(rs);
+			ret = rs_idle_nap(rs, &napped);
+			if (ret)
+				return ret;
 			continue;
 		}
 		ret = rs_wait(rs, 0);
@@ -1777,13 +1780,9 @@ static ssize_t stream_recv(struct rsock *rs, void *buf, size_t len, int flags)
 		if (is_nonblock(rs, flags) && !(flags & MSG_WAITALL && got)) {
 			if (got)
 				return (ssize_t)got;
-			if (napped)
-				return -EAGAIN;
-			ret = rs_idle_nap(rs);
-			if (ret <= 0)
-				return ret ? ret : -EAGAIN;
-			napped = true;
-			progress(rs);
+			ret = rs_idle_nap(rs, &napped);
+			if (ret)
+				return ret;
 			continue;
 		}
 		ret = rs_wait(rs, 0);
@@ -2655,14 +2654,11 @@ SRDMA_EXPORT size_t riowrite(int socket, const void *buf, size_t count,
 		if (st->n_free && st->sq_busy < st->sq_depth)
 			continue;
 		if (is_nonblock(rs, flags)) {
-			if (done || napped)
-				return (size_t)rs_done(rs, done ? (ssize_t)done :
-								  -EAGAIN);
-			ret = rs_idle_nap(rs);
-			if (ret <= 0)
-				return (size_t)rs_done(rs, ret ? ret : -EAGAIN);
-			napped = true;
-			progress(rs);
+			if (done)
+				return (size_t)rs_done(rs, (ssize_t)done);
+			ret = rs_idle_nap(rs, &napped);
+			if (ret)
+				return (size_t)rs_done(rs, ret);
 			continue;
 		}
 		ret = rs_wait(rs, 0);

@@ -165,35 +165,16 @@ static bool proc_exited(const struct srdma_peer *p)
 	return poll(&pfd, 1, 0) == 1;
 }
 
-/*
- * Fault builds only: a test's hook, run where a copy has not yet asked the
- * kernel whether the owner exists (tests/func/test_peer_death.c kills
- * the owner there and gives its pid to another process).
- */
-#ifdef SRDMA_FAULT_INJECTION
-#include <dlfcn.h>
-
-static void fault_hook(const char *site)
-{
-	void (*hook)(const char *) =
-		(void (*)(const char *))dlsym(RTLD_DEFAULT,
-					      "srdma_test_fault_hook");
-
-	if (hook)
-		hook(site);
-}
-#else
-#define fault_hook(site) ((void)(site))
-#endif
-
 ssize_t srdma_peer_vm_rw(struct srdma_peer *p, const struct iovec *liov,
 			 unsigned long nl, const struct iovec *riov,
 			 unsigned long nr, bool to_peer)
 {
 	ssize_t got;
 
+	/* Fault builds: a test kills the owner here and gives its pid to
+	 * another process (tests/func/test_peer_death.c). */
 	if (SRDMA_FAULT(PEER_COPY))
-		fault_hook("PEER_COPY");
+		SRDMA_FAULT_HOOK(PEER_COPY);
 	/* A write must not start once the owner is gone: the pid may then
 	 * name another process, which the copy would write into. */
 	if (to_peer) {
