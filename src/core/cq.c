@@ -708,11 +708,15 @@ void srdma_cqe_to_wc(const struct srdma_shm_cqe *e, struct ibv_wc *wc)
 	wc->slid = e->slid;
 	wc->sl = e->sl;
 	wc->dlid_path_bits = e->dlid_path_bits;
-	/* A matched TM receive carries its tag there (srq_tm.h). */
-	if (e->wc_flags & SRDMA_TM_CQE_INFO) {
+	/* A matched TM receive carries its tag there, its immediate in
+	 * slid/sl/dlid_path_bits (srq_tm.h). */
+	if (srdma_cqe_tm_borrowed(e)) {
 		wc->vendor_err = 0;
-		wc->imm_data = 0;
+		wc->imm_data = srdma_cqe_imm(e);
 		wc->pkey_index = 0;
+		wc->slid = 0;
+		wc->sl = 0;
+		wc->dlid_path_bits = 0;
 	}
 }
 

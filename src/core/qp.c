@@ -397,6 +397,13 @@ static int qp_create(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
 				  "through its domain, not as a QP's SRQ");
 			return -EINVAL;
 		}
+		/* Tag matching is an RC protocol (tm_caps.flags has
+		 * IBV_TM_CAP_RC only), as on mlx5. */
+		if (srq->tm && a->qp_type != IBV_QPT_RC) {
+			srdma_dbg("create QP: a tag-matching SRQ serves RC "
+				  "QPs only (qp_type %d)", a->qp_type);
+			return -EINVAL;
+		}
 	}
 	ret = check_cap(&a->cap, srq != NULL || tgt ||
 				 a->qp_type == IBV_QPT_XRC_SEND);

@@ -15,6 +15,7 @@
 #define SRDMA_CORE_SRQ_TM_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/dp.h"
@@ -82,14 +83,33 @@ static inline uint64_t srdma_tm_bytes(uint32_t max_tags)
  * IBV_WC_TM_MATCH; as on mlx5, a rendezvous' later TM_DATA_VALID
  * completion has none) ride in CQE fields such a completion does not use
  * otherwise: imm and vendor_err (the tag), and pkey_index and reserved0
- * (app_ctx). The poller zeroes them in the ibv_wc (cq.c) and hands them
- * out through ibv_wc_read_tm_info().
+ * (app_ctx). The message's immediate (or invalidated rkey: wc_flags has
+ * IBV_WC_WITH_IMM or IBV_WC_WITH_INV) then moves to slid, sl and
+ * dlid_path_bits, which ibv_poll_cq(3) defines for UD only (a TM SRQ
+ * serves RC QPs only). The poller zeroes the borrowed fields in the
+ * ibv_wc and returns the immediate in imm_data (cq.c, srdma_cqe_imm());
+ * ibv_wc_read_tm_info() hands out the tag.
+ *
+ * A writer built before the immediate moved leaves WITH_IMM clear on a
+ * matched CQE (it lost the immediate), so readers see imm_data 0 there,
+ * as they did; an older reader of a newer writer's CQE sees WITH_IMM with
+ * imm_data 0 and the immediate in slid.
  */
 #define SRDMA_TM_CQE_INFO IBV_WC_TM_MATCH
+#define SRDMA_TM_CQE_IMM (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)
 
 static inline void srdma_tm_cqe_set_info(struct srdma_shm_cqe *c,
 					 uint64_t tag, uint32_t app_ctx)
 {
+	if (c->wc_flags & SRDMA_TM_CQE_IMM) {
+		c->slid = (uint16_t)(c->imm >> 16);
+		c->sl = (uint8_t)(c->imm >> 8);
+		c->dlid_path_bits = (uint8_t)c->imm;
+	} else {
+		c->slid = 0;
+		c->sl = 0;
+		c->dlid_path_bits = 0;
+	}
 	c->imm = (uint32_t)tag;
 	c->vendor_err = (uint32_t)(tag >> 32);
 	c->pkey_index = (uint16_t)app_ctx;
@@ -107,6 +127,24 @@ static inline void srdma_tm_cqe_info(const struct srdma_shm_cqe *c,
 	}
 	*tag = (uint64_t)c->vendor_err << 32 | c->imm;
 	*app_ctx = (uint32_t)c->reserved0 << 16 | c->pkey_index;
+}
+
+/* imm_data of @c as the application sees it (network order raw). */
+static inline uint32_t srdma_cqe_imm(const struct srdma_shm_cqe *c)
+{
+	if (!(c->wc_flags & SRDMA_TM_CQE_INFO))
+		return c->imm;
+	if (!(c->wc_flags & SRDMA_TM_CQE_IMM))
+		return 0;
+	return (uint32_t)c->slid << 16 | (uint32_t)c->sl << 8 |
+	       c->dlid_path_bits;
+}
+
+/* True when @c's vendor_err, pkey_index, slid, sl and dlid_path_bits are
+ * borrowed (read as 0). */
+static inline bool srdma_cqe_tm_borrowed(const struct srdma_shm_cqe *c)
+{
+	return c->wc_flags & SRDMA_TM_CQE_INFO;
 }
 
 /**

@@ -207,7 +207,8 @@ uint32_t srdma_tm_cqe(const struct srdma_rwqe *w, struct srdma_shm_cqe *c)
 		c->byte_len = c->byte_len > w->tm.skip ?
 				      c->byte_len - (uint32_t)w->tm.skip : 0;
 		if (ok) {
-			c->wc_flags = IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID;
+			c->wc_flags = (c->wc_flags & SRDMA_TM_CQE_IMM) |
+				      IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID;
 			srdma_tm_cqe_set_info(c, w->tm.tag, w->tm.app_ctx);
 		}
 		break;
@@ -215,7 +216,8 @@ uint32_t srdma_tm_cqe(const struct srdma_rwqe *w, struct srdma_shm_cqe *c)
 		c->opcode = IBV_WC_TM_RECV;
 		c->byte_len = 0;
 		if (ok) {
-			c->wc_flags = IBV_WC_TM_MATCH;
+			c->wc_flags = (c->wc_flags & SRDMA_TM_CQE_IMM) |
+				      IBV_WC_TM_MATCH;
 			srdma_tm_cqe_set_info(c, w->tm.tag, w->tm.app_ctx);
 		}
 		break;
@@ -223,7 +225,8 @@ uint32_t srdma_tm_cqe(const struct srdma_rwqe *w, struct srdma_shm_cqe *c)
 		c->opcode = IBV_WC_TM_RECV;
 		if (ok) {
 			c->status = IBV_WC_TM_RNDV_INCOMPLETE;
-			c->wc_flags = IBV_WC_TM_MATCH;
+			c->wc_flags = (c->wc_flags & SRDMA_TM_CQE_IMM) |
+				      IBV_WC_TM_MATCH;
 			srdma_tm_cqe_set_info(c, w->tm.tag, w->tm.app_ctx);
 		}
 		break;

@@ -593,7 +593,9 @@ static enum ibv_wc_opcode cqx_read_opcode(struct ibv_cq_ex *ibcq)
 
 static uint32_t cqx_read_vendor_err(struct ibv_cq_ex *ibcq)
 {
-	return cqx_to_scq(ibcq)->cur.vendor_err;
+	const struct srdma_shm_cqe *c = &cqx_to_scq(ibcq)->cur;
+
+	return srdma_cqe_tm_borrowed(c) ? 0 : c->vendor_err;
 }
 
 static uint32_t cqx_read_byte_len(struct ibv_cq_ex *ibcq)
@@ -602,10 +604,11 @@ static uint32_t cqx_read_byte_len(struct ibv_cq_ex *ibcq)
 }
 
 /* Immediate data (network order), or with IBV_WC_WITH_INV the invalidated
- * rkey: ibv_wc_read_invalidated_rkey() calls this too. */
+ * rkey: ibv_wc_read_invalidated_rkey() calls this too. A matched TM
+ * receive keeps it elsewhere (core/srq_tm.h). */
 static __be32 cqx_read_imm_data(struct ibv_cq_ex *ibcq)
 {
-	return (__be32)cqx_to_scq(ibcq)->cur.imm;
+	return (__be32)srdma_cqe_imm(&cqx_to_scq(ibcq)->cur);
 }
 
 static uint32_t cqx_read_qp_num(struct ibv_cq_ex *ibcq)
@@ -625,17 +628,23 @@ static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *ibcq)
 
 static uint32_t cqx_read_slid(struct ibv_cq_ex *ibcq)
 {
-	return cqx_to_scq(ibcq)->cur.slid;
+	const struct srdma_shm_cqe *c = &cqx_to_scq(ibcq)->cur;
+
+	return srdma_cqe_tm_borrowed(c) ? 0 : c->slid;
 }
 
 static uint8_t cqx_read_sl(struct ibv_cq_ex *ibcq)
 {
-	return cqx_to_scq(ibcq)->cur.sl;
+	const struct srdma_shm_cqe *c = &cqx_to_scq(ibcq)->cur;
+
+	return srdma_cqe_tm_borrowed(c) ? 0 : c->sl;
 }
 
 static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *ibcq)
 {
-	return cqx_to_scq(ibcq)->cur.dlid_path_bits;
+	const struct srdma_shm_cqe *c = &cqx_to_scq(ibcq)->cur;
+
+	return srdma_cqe_tm_borrowed(c) ? 0 : c->dlid_path_bits;
 }
 
 /* Stamped by the producer when the CQ was created with the flag (cq.c):

@@ -22,6 +22,10 @@
  *    small tag buffer fails the data completion; over the wire
  *    (net.func.test_tm) a matched rendezvous is left to the application:
  *    IBV_WC_TM_RNDV_INCOMPLETE with the message in the tag's buffer;
+ *  - a SEND_WITH_IMM keeps its immediate (IBV_WC_WITH_IMM, imm_data) when
+ *    matched, unexpected or NO_TAG, through ibv_poll_cq and the extended
+ *    CQ, with the tag still reported and no stray UD fields;
+ *  - a UD or UC QP on a TM SRQ is refused (EINVAL): tag matching is RC;
  *  - an eager message larger than its tag's buffer: IBV_WC_LOC_LEN_ERR on
  *    the tag's completion, IBV_WC_REM_INV_REQ_ERR at the sender;
  *  - a sender in another process (the host transport's target stays
@@ -61,6 +65,8 @@ struct tmwc {
 	uint32_t byte_len;
 	uint64_t tag;
 	uint32_t priv;
+	uint32_t imm;			/* host order, with IBV_WC_WITH_IMM */
+	uint32_t slid, vendor_err;
 };
 
 static struct ibv_srq *tm_srq_create(struct ibv_context *ctx,
@@ -156,6 +162,10 @@ static bool tm_poll(struct ibv_cq_ex *cq, struct tmwc *w)
 	ibv_wc_read_tm_info(cq, &ti);
 	w->tag = ti.tag;
 	w->priv = ti.priv;
+	if (w->flags & IBV_WC_WITH_IMM)
+		w->imm = be32toh(ibv_wc_read_imm_data(cq));
+	w->slid = ibv_wc_read_slid(cq);
+	w->vendor_err = ibv_wc_read_vendor_err(cq);
 	ibv_end_poll(cq);
 	return true;
 }
@@ -290,6 +300,32 @@ static void tm_send(struct tm_pair *p, uint8_t op, uint32_t app, uint64_t tag,
 			 0);
 	if (dp_expect_wc(p->s.cq, st, &wc, "send"))
 		fu_expect(wc.wr_id == 0x5e, "send wr_id %#" PRIx64, wc.wr_id);
+}
+
+/* tm_send() as a SEND_WITH_IMM carrying @imm (host order). */
+static void tm_send_imm(struct tm_pair *p, uint8_t op, uint32_t app,
+			uint64_t tag, uint32_t len, char fill, uint32_t imm)
+{
+	struct ibv_sge s = {(uintptr_t)p->s.buf, len, p->s.mr->lkey};
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_tmh h = {0};
+	struct ibv_wc wc;
+
+	memset(p->s.buf, fill, len);
+	h.opcode = op;
+	h.app_ctx = htobe32(app);
+	h.tag = htobe64(tag);
+	memcpy(p->s.buf, &h, len < sizeof(h) ? len : sizeof(h));
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x5f;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htobe32(imm);
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	assert_int_equal(ibv_post_send(p->s.qp, &wr, &bad), 0);
+	if (dp_expect_wc(p->s.cq, IBV_WC_SUCCESS, &wc, "send with imm"))
+		fu_expect(wc.wr_id == 0x5f, "send wr_id %#" PRIx64, wc.wr_id);
 }
 
 static void test_tm_caps(void **state)
@@ -525,6 +561,106 @@ static void test_tm_eager(void **state)
 			  p.r.buf[RBUF_OFF + 2999] == 'm' &&
 			  p.r.buf[RBUF_OFF + 3000] == 0,
 		  "3000 bytes at the start of the tag's buffer");
+	tm_close(&p);
+	fu_done();
+}
+
+static void test_tm_imm(void **state)
+{
+	const unsigned int match = IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID;
+	struct tm_pair p;
+	struct ibv_wc wc;
+	struct tmwc w;
+
+	tm_open(&p, NTAGS);
+	/* Matched, read through the extended CQ: tag and immediate. */
+	tm_add(&p, 0xa0, 0x33, ~0ull, 0, 0);
+	tm_send_imm(&p, IBV_TMH_EAGER, 0xfeed, 0x33, 48, 'i', 0x12345678);
+	if (tm_expect_wc(&p, 0xa0, IBV_WC_SUCCESS, IBV_WC_TM_RECV,
+			 match | IBV_WC_WITH_IMM, "matched with imm", &w))
+		fu_expect(w.imm == 0x12345678 && w.tag == 0x33 &&
+				  w.priv == 0xfeed && w.byte_len == 32 &&
+				  w.slid == 0 && w.vendor_err == 0,
+			  "imm %#x tag %#" PRIx64 " priv %#x len %u slid %#x "
+			  "vendor_err %#x",
+			  w.imm, w.tag, w.priv, w.byte_len, w.slid,
+			  w.vendor_err);
+	fu_expect(p.r.buf[RBUF_OFF] == 'i' && p.r.buf[RBUF_OFF + 31] == 'i' &&
+			  p.r.buf[RBUF_OFF + 32] == 0,
+		  "payload without its TMH");
+	/* Matched, read through ibv_poll_cq. */
+	tm_add(&p, 0xa1, 0x34, ~0ull, 1, 0);
+	tm_send_imm(&p, IBV_TMH_EAGER, 2, 0x34, 16, 'j', 0xa5a5a5a5);
+	if (dp_expect_wc(ibv_cq_ex_to_cq(p.cqx), IBV_WC_SUCCESS, &wc,
+			 "ibv_poll_cq of a TM receive with imm"))
+		fu_expect(wc.wr_id == 0xa1 && wc.opcode == IBV_WC_TM_RECV &&
+				  wc.wc_flags == (match | IBV_WC_WITH_IMM) &&
+				  be32toh(wc.imm_data) == 0xa5a5a5a5 &&
+				  wc.vendor_err == 0 && wc.pkey_index == 0 &&
+				  wc.slid == 0 && wc.sl == 0 &&
+				  wc.dlid_path_bits == 0 &&
+				  wc.src_qp == p.s.qp->qp_num,
+			  "wc wr_id %#" PRIx64 " opcode %d flags %#x imm %#x "
+			  "vendor_err %#x pkey %u slid %u sl %u src %#x",
+			  wc.wr_id, wc.opcode, wc.wc_flags,
+			  be32toh(wc.imm_data), wc.vendor_err, wc.pkey_index,
+			  wc.slid, wc.sl, wc.src_qp);
+	/* Unexpected and NO_TAG: the immediate as on any receive. */
+	tm_srq_recv(&p, 0xb0);
+	tm_send_imm(&p, IBV_TMH_EAGER, 3, 0x99, 24, 'u', 0x01020304);
+	if (tm_expect_wc(&p, 0xb0, IBV_WC_SUCCESS, IBV_WC_TM_RECV,
+			 IBV_WC_WITH_IMM, "unexpected with imm", &w))
+		fu_expect(w.imm == 0x01020304 && w.tag == 0 && w.byte_len == 24,
+			  "imm %#x tag %#" PRIx64 " len %u", w.imm, w.tag,
+			  w.byte_len);
+	tm_srq_recv(&p, 0xb1);
+	tm_send_imm(&p, IBV_TMH_NO_TAG, 3, 0, 20, 'n', 0xcafe);
+	if (tm_expect_wc(&p, 0xb1, IBV_WC_SUCCESS, IBV_WC_TM_NO_TAG,
+			 IBV_WC_WITH_IMM, "NO_TAG with imm", &w))
+		fu_expect(w.imm == 0xcafe && w.byte_len == 20, "imm %#x len %u",
+			  w.imm, w.byte_len);
+	/* A plain send after them still has no immediate. */
+	tm_sync(&p, 1);
+	tm_add(&p, 0xa2, 0x35, ~0ull, 2, 0);
+	tm_send(&p, IBV_TMH_EAGER, 4, 0x35, 16, 'k', IBV_WC_SUCCESS);
+	tm_expect(&p, 0xa2, IBV_WC_SUCCESS, IBV_WC_TM_RECV, match,
+		  "matched without imm");
+	tm_close(&p);
+	fu_done();
+}
+
+/* Tag matching is RC only: ibv_create_qp() of another type on a TM SRQ
+ * fails with EINVAL. */
+static void test_tm_qp_types(void **state)
+{
+	static const enum ibv_qp_type bad[] = {IBV_QPT_UD, IBV_QPT_UC};
+	struct ibv_qp_init_attr ia;
+	struct tm_pair p;
+	struct ibv_qp *qp;
+	size_t i;
+
+	tm_open(&p, NTAGS);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = ibv_cq_ex_to_cq(p.cqx);
+		ia.recv_cq = ibv_cq_ex_to_cq(p.cqx);
+		ia.srq = p.srq;
+		ia.qp_type = bad[i];
+		ia.cap.max_send_wr = 4;
+		ia.cap.max_send_sge = 1;
+		errno = 0;
+		qp = ibv_create_qp(p.r.pd, &ia);
+		fu_expect(!qp && errno == EINVAL,
+			  "QP type %d on a TM SRQ: %p errno %s", bad[i],
+			  (void *)qp, fu_errname(errno));
+		if (qp)
+			ibv_destroy_qp(qp);
+	}
+	/* RC still works (tm_open made one), and the SRQ is unharmed. */
+	tm_add(&p, 0xa0, 1, ~0ull, 0, 0);
+	tm_send(&p, IBV_TMH_EAGER, 1, 1, 20, 'r', IBV_WC_SUCCESS);
+	tm_expect(&p, 0xa0, IBV_WC_SUCCESS, IBV_WC_TM_RECV,
+		  IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID, "RC after refusals");
 	tm_close(&p);
 	fu_done();
 }
@@ -849,7 +985,8 @@ int main(void)
 		FU_TEST(test_tm_ops_errors), FU_TEST(test_tm_eager),
 		FU_TEST(test_tm_no_tag), FU_TEST(test_tm_phase),
 		FU_TEST(test_tm_rndv),	 FU_TEST(test_tm_len_err),
-		FU_TEST(test_tm_xproc),
+		FU_TEST(test_tm_xproc),	 FU_TEST(test_tm_imm),
+		FU_TEST(test_tm_qp_types),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
