@@ -138,7 +138,7 @@ static void die_nomem(void)
 
 /* ---- aligned text tables ------------------------------------------------ */
 
-#define TABLE_MAX_COLS 16
+#define TABLE_MAX_COLS 32
 
 /*
  * Rows are collected first and printed once, so every column is exactly as
@@ -363,6 +363,12 @@ struct ctx_view {
 	bool alive;  /* srdma_proc_alive() */
 	int map_err; /* 0, or why ps is not mapped */
 	struct srdma_peer_seg ps;
+	/* Another build's library owns it: the segment version it wrote
+	 * (map_err -EPROTO, 0 if not even the magic is ours), or the stats
+	 * layout it stamped when that is not ours (stats_other). */
+	uint16_t seg_version;
+	bool stats_other;
+	uint32_t stats_layout;
 };
 
 struct status_opts {
@@ -462,6 +468,40 @@ static const char *seg_err_str(int err)
 }
 
 /*
+ * The segment of @c was refused as malformed: if its header is ours but
+ * for the version, note the version (another softrdma build wrote it).
+ */
+static void seg_version_probe(int dfd, struct ctx_view *c)
+{
+	struct srdma_seg_hdr h;
+	int fd = openat(dfd, c->seg_name,
+			O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	c->seg_version = 0;
+	if (fd < 0)
+		return;
+	if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+	    h.magic == SRDMA_SEG_MAGIC && h.version != SRDMA_SEG_VERSION)
+		c->seg_version = h.version;
+	close(fd);
+}
+
+/* Why @c's segment could not be read: the one line status prints. */
+static void print_seg_err(const struct ctx_view *c, const char *sep)
+{
+	if (c->map_err == -EPROTO && c->seg_version)
+		fprintf(msgf,
+			"%slid %u pid %d: segment %s: layout version %u, this "
+			"srdma reads version %u: the process uses a library "
+			"from another softrdma build; run that build's srdma\n",
+			sep, c->lid, c->pid, c->seg_name, c->seg_version,
+			SRDMA_SEG_VERSION);
+	else
+		fprintf(msgf, "%slid %u pid %d: segment %s: %s\n", sep, c->lid,
+			c->pid, c->seg_name, seg_err_str(c->map_err));
+}
+
+/*
  * Resolve SRDMA_DIR and open its registry without creating one (a status
  * query must not leave state behind). Return: 0, 1 if there is no
  * registry, or -errno (already reported).
@@ -550,6 +590,8 @@ static size_t collect_contexts(struct srdma_registry *r, const char *dir,
 		} else {
 			c->map_err = srdma_peer_seg_map(state_dfd, c->seg_name,
 							&c->ps);
+			if (c->map_err == -EPROTO)
+				seg_version_probe(state_dfd, c);
 		}
 		if (!c->map_err && (c->ps.seg->owner_pid != c->pid ||
 				    c->ps.seg->lid != c->lid ||
@@ -1050,6 +1092,7 @@ struct scan {
 	struct pd_use *pd; /* sorted by handle */
 	size_t npd;
 	uint32_t n_cq, n_qp, n_srq, n_net;
+	bool net_ok; /* the owner's net counter layout is ours */
 	uint64_t acks_delayed, acks_piggybacked; /* sum over its net QPs */
 };
 
@@ -1348,9 +1391,11 @@ static const struct col netqp_cols[] = {
 	{">SENT", "sent", false},
 	{">RECEIVED", "received", false},
 	{">RETRANSMITTED", "retransmits", false},
+	{">TIMEOUTS", "timeouts", false},
 	{"NAK S/R", "naks", false},
 	{"RNR S/R", "rnrs", false},
-	{"ACKS DLY/PIGGY", "acks", false},
+	{">DUPS", "dups_rcvd", false},
+	{"ACKS DLY/PIGGY/COAL", "acks", false},
 	{"DROPS", "drops", false},
 };
 
@@ -1430,6 +1475,10 @@ static void net_qp_row(struct scan *sc, uint32_t slot, struct srdma_shm_qp *sh,
 
 	if (!off)
 		return;
+	if (!sc->net_ok) {
+		rec_str(qr, "via", "?");	/* another build's counters */
+		return;
+	}
 	st = srdma_seg_ring(sc->s, off, sizeof(*st));
 	if (!st) {
 		rec_str(qr, "net", "GARBAGE"); /* offset outside the arena */
@@ -1479,8 +1528,9 @@ static void net_qp_row(struct scan *sc, uint32_t slot, struct srdma_shm_qp *sh,
 	rec_num(r, "rnr_sent", rd64(&st->rnr_sent));
 	rec_num(r, "rnr_rcvd", rd64(&st->rnr_rcvd));
 	rec_num(r, "dups_rcvd", rd64(&st->dups_rcvd));
-	rec_text(r, "acks", "%" PRIu64 "/%" PRIu64, rd64(&st->acks_delayed),
-		 rd64(&st->acks_piggybacked));
+	rec_text(r, "acks", "%" PRIu64 "/%" PRIu64 "/%" PRIu64,
+		 rd64(&st->acks_delayed), rd64(&st->acks_piggybacked),
+		 rd64(&st->acks_coalesced));
 	rec_num(r, "acks_delayed", rd64(&st->acks_delayed));
 	rec_num(r, "acks_piggybacked", rd64(&st->acks_piggybacked));
 	rec_num(r, "acks_coalesced", rd64(&st->acks_coalesced));
@@ -1624,6 +1674,7 @@ static const struct col ep_cols[] = {
 	{">PID", "pid", false},
 	{"AS OF", "as_of", false},
 	{">RX DGRAMS", "rx_dgrams", false},
+	{">RX LOCAL", "rx_local", false},
 	{">FWD OUT/IN", "fwd", false},
 	{">INLINE RX", "inline_rx", false},
 	{">TX DGRAMS", "tx_dgrams", false},
@@ -1633,6 +1684,8 @@ static const struct col ep_cols[] = {
 	{">GSO SEGS", "tx_gso_segs", false},
 	{">GRO SEGS", "rx_gro_segs", false},
 	{">POLL HANDOFFS", "poll_handoffs", false},
+	{">LONE ACKS", "lone_acks", false},
+	{">ICRC OTHER ID", "icrc_other_id", false},
 	{"ACKS DLY/PIGGY", "acks", false},
 	{"DROPS", "drops", false},
 };
@@ -1711,6 +1764,7 @@ static void ep_row(struct scan *sc, struct srdma_shm_rt *rt)
 	rec_num(r, "tx_gso_segs", sn.ep[SRDMA_RT_EP_TX_GSO_SEGS]);
 	rec_num(r, "rx_gro_segs", sn.ep[SRDMA_RT_EP_RX_GRO_SEGS]);
 	rec_num(r, "poll_handoffs", sn.ep[SRDMA_RT_EP_POLL_HANDOFFS]);
+	rec_num(r, "lone_acks", sn.ep[SRDMA_RT_EP_LONE_ACKS]);
 	/* Per QP in the segment already; summed here for the port. */
 	rec_text(r, "acks", "%" PRIu64 "/%" PRIu64, sc->acks_delayed,
 		 sc->acks_piggybacked);
@@ -1741,7 +1795,7 @@ static const struct col ctx_cols[] = {
 };
 
 /* Scan every table of @c into the sections, then its context row. */
-static void scan_context(struct status *st, const struct ctx_view *c)
+static void scan_context(struct status *st, struct ctx_view *c)
 {
 	struct scan sc = {.st = st, .c = c, .s = c->ps.seg};
 	time_t when = (time_t)c->open_time;
@@ -1766,6 +1820,8 @@ static void scan_context(struct status *st, const struct ctx_view *c)
 	rec_str(r, "segment", "%s", c->seg_name);
 	if (c->map_err) {
 		rec_str(r, "error", "%s", seg_err_str(c->map_err));
+		if (c->map_err == -EPROTO && c->seg_version)
+			rec_num(r, "segment_version", c->seg_version);
 		return;
 	}
 	/* The file may be gone (owner closed meanwhile): then so are its
@@ -1780,6 +1836,14 @@ static void scan_context(struct status *st, const struct ctx_view *c)
 		rec_str(r, "resource_table", "GARBAGE");
 		rt = NULL;
 	}
+	/* Net counters are laid out by the owner's build (no version pins
+	 * them): read them only when that layout is ours. */
+	c->stats_layout = rt ? __atomic_load_n(&rt->stats_layout,
+					       __ATOMIC_RELAXED) : 0;
+	c->stats_other = rt && c->stats_layout != srdma_rt_stats_layout();
+	sc.net_ok = rt && !c->stats_other;
+	if (c->stats_other)
+		rec_str(r, "net_counters", "other build");
 	if (fd >= 0 && rt)
 		pd_collect(&sc, rt);
 	if (fd >= 0) {
@@ -1854,6 +1918,18 @@ static void access_rows(struct status *st, const struct ctx_view *c)
 }
 
 /* ---- printing ----------------------------------------------------------- */
+
+/* A table wider than TABLE_MAX_COLS would lose its last columns. */
+#define COLS_FIT(c) static_assert(ARRAY_SIZE(c) <= TABLE_MAX_COLS, #c)
+COLS_FIT(ctx_cols);
+COLS_FIT(pd_cols);
+COLS_FIT(key_cols);
+COLS_FIT(cq_cols);
+COLS_FIT(srq_cols);
+COLS_FIT(qp_cols);
+COLS_FIT(netqp_cols);
+COLS_FIT(ep_cols);
+COLS_FIT(acc_cols);
 
 static void print_text(struct status *st, const char *dir)
 {
@@ -1960,12 +2036,19 @@ static int cmd_status(int argc, char **argv)
 		print_text(&st, dir);
 	else
 		printf("no softrdma contexts (SRDMA_DIR %s)\n", dir);
-	for (i = 0, nerr = 0; i < n; i++)
+	for (i = 0, nerr = 0; i < n; i++) {
 		if (v[i].map_err && (v[i].alive || v[i].map_err != -ENOENT))
-			fprintf(msgf, "%slid %u pid %d: segment %s: %s\n",
+			print_seg_err(&v[i], nerr++ || st.o.json ? "" : "\n");
+		else if (!v[i].map_err && v[i].stats_other)
+			fprintf(msgf,
+				"%slid %u pid %d: net counters not shown: the "
+				"process uses a library from another softrdma "
+				"build (counter layout %#x, this srdma reads "
+				"%#x); run that build's srdma\n",
 				nerr++ || st.o.json ? "" : "\n", v[i].lid,
-				v[i].pid, v[i].seg_name,
-				seg_err_str(v[i].map_err));
+				v[i].pid, v[i].stats_layout,
+				srdma_rt_stats_layout());
+	}
 	if (ret == 0)
 		reclaim_dead(&r, dir, v, n, &st.o);
 

@@ -29,6 +29,7 @@
 #include "core/core.h"
 #include "core/dp.h"
 #include "core/import.h"
+#include "core/restrack.h"
 #include "transport/host/mcast.h"
 #include "transport/net/net.h"
 #include "util/fault.h"
@@ -159,6 +160,7 @@ int srdma_context_open(struct srdma_device *dev, struct srdma_context **out)
 	ret = srdma_handle_add(ctx, SRDMA_OBJ_CTX);
 	if (ret)
 		goto err_cmdfd;
+	srdma_rt_stamp(ctx);
 	srdma_host_publish(&ctx->host);
 	srdma_info("%s: context open, lid %u, segment %s", dev->ibdev.name,
 		   ctx->host.lid, ctx->host.seg_name);

@@ -76,6 +76,54 @@ void srdma_rt_pd_del(struct srdma_context *ctx, uint32_t handle)
 					  memory_order_relaxed);
 }
 
+/* FNV-1a step over the 32-bit value @v. */
+static uint32_t fnv32(uint32_t h, uint32_t v)
+{
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		h ^= (v >> (8 * i)) & 0xff;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+#define ST_FIELD(h, f)                                                         \
+	fnv32(fnv32(h, (uint32_t)offsetof(struct srdma_net_qp_stats, f)),      \
+	      (uint32_t)sizeof(((struct srdma_net_qp_stats *)0)->f))
+
+uint32_t srdma_rt_stats_layout(void)
+{
+	uint32_t h = 2166136261u;
+
+	h = fnv32(h, (uint32_t)sizeof(struct srdma_net_qp_stats));
+	h = fnv32(h, SRDMA_DROP_MAX);
+	h = ST_FIELD(h, tx_pkts);
+	h = ST_FIELD(h, rx_pkts);
+	h = ST_FIELD(h, tx_bytes);
+	h = ST_FIELD(h, rx_bytes);
+	h = ST_FIELD(h, retransmits);
+	h = ST_FIELD(h, timeouts);
+	h = ST_FIELD(h, naks_sent);
+	h = ST_FIELD(h, naks_rcvd);
+	h = ST_FIELD(h, rnr_sent);
+	h = ST_FIELD(h, rnr_rcvd);
+	h = ST_FIELD(h, dups_rcvd);
+	h = ST_FIELD(h, drops);
+	h = ST_FIELD(h, sq_psn);
+	h = ST_FIELD(h, rq_psn);
+	h = ST_FIELD(h, flags);
+	h = ST_FIELD(h, acks_delayed);
+	h = ST_FIELD(h, acks_piggybacked);
+	h = ST_FIELD(h, acks_coalesced);
+	return h ? h : 1;	/* 0 means "not stamped" */
+}
+
+void srdma_rt_stamp(struct srdma_context *ctx)
+{
+	rt_of(ctx)->stats_layout = srdma_rt_stats_layout();
+}
+
 bool srdma_rt_ep_mirror(struct srdma_context *ctx)
 {
 	struct srdma_shm_rt *rt = rt_of(ctx);
@@ -101,6 +149,7 @@ bool srdma_rt_ep_mirror(struct srdma_context *ctx)
 	w[SRDMA_RT_EP_TX_GSO_SEGS] = st.tx_gso_segs;
 	w[SRDMA_RT_EP_RX_GRO_SEGS] = st.rx_gro_segs;
 	w[SRDMA_RT_EP_POLL_HANDOFFS] = st.poll_handoffs;
+	w[SRDMA_RT_EP_LONE_ACKS] = st.lone_acks;
 	clock_gettime(CLOCK_REALTIME, &ts);
 
 	seq = atomic_load_explicit(&rt->ep_seq, memory_order_relaxed);

@@ -33,6 +33,26 @@ void srdma_rt_pd_add(struct srdma_context *ctx, uint32_t handle);
 void srdma_rt_pd_del(struct srdma_context *ctx, uint32_t handle);
 
 /**
+ * srdma_rt_stats_layout() - the fingerprint of what `srdma status` reads
+ * without a version to check it: the offsets and sizes of struct
+ * srdma_net_qp_stats' fields and the number of drop causes.
+ *
+ * A tool and a library built from different sources may agree on the
+ * segment version and still disagree here; status compares the owner's
+ * stamp with its own before reading any net QP counter.
+ *
+ * Return: the fingerprint, never 0.
+ */
+uint32_t srdma_rt_stats_layout(void);
+
+/**
+ * srdma_rt_stamp() - write srdma_rt_stats_layout() into @ctx's resource
+ * table. Called once by the owner before the segment is published.
+ * @ctx: the context
+ */
+void srdma_rt_stamp(struct srdma_context *ctx);
+
+/**
  * srdma_rt_ep_mirror() - copy the context's net endpoint counters into the
  * resource table. Cheap (about 45 relaxed loads and stores); skipped when
  * another thread of the owner is mirroring at the same moment, or when the

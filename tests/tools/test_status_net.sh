@@ -127,6 +127,9 @@ host_checks() {
 		grep -Eq "^ *[0-9]+ +$pid +$qpn +RC +RTS +net +$dest " <<<"$out"
 	check "host $i ($role): the port's endpoint counters are shown" \
 		grep -q "GSO SEGS" <<<"$out"
+	check "host $i ($role): every mirrored endpoint counter has a column" \
+		grep -Eq "RX LOCAL .*POLL HANDOFFS +LONE ACKS +ICRC OTHER ID" \
+		<<<"$out"
 	check "host $i ($role): --json is valid JSON" \
 		bash -c 'python3 -m json.tool >/dev/null <<<"$0"' "$json"
 	printf '%s\n' "$json" >"$work/status$i.json"
@@ -143,7 +146,8 @@ nq = [q for q in d["net_qps"] if q["pid"] == pid][0]
 ep = [e for e in d["endpoints"] if e["pid"] == pid][0]
 for k in ("rx_dgrams", "tx_dgrams", "tx_bytes", "tx_gso_segs",
           "rx_gro_segs", "poll_handoffs", "wakeups", "drops",
-          "acks_delayed", "acks_piggybacked"):
+          "acks_delayed", "acks_piggybacked", "lone_acks", "rx_local",
+          "icrc_other_id"):
     assert k in ep, (k, ep)
 # Each 1000-byte SEND is one packet at MTU 1024: the PSNs moved by 20.
 if role == "client":

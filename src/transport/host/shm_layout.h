@@ -498,6 +498,7 @@ enum {
 	SRDMA_RT_EP_TX_GSO_SEGS,
 	SRDMA_RT_EP_RX_GRO_SEGS,
 	SRDMA_RT_EP_POLL_HANDOFFS,
+	SRDMA_RT_EP_LONE_ACKS,
 	SRDMA_RT_EP_NCOUNTERS
 };
 #define SRDMA_RT_EP_WORDS 32u
@@ -518,7 +519,12 @@ struct srdma_shm_rt {
 	 * (the CAS that makes ep_seq odd is the writer's lock), read with
 	 * srdma_rt_ep_snapshot(). ep_seq 0: never mirrored (no endpoint). */
 	_Atomic uint32_t ep_seq;
-	uint32_t reserved0;
+	/* The layout of what status reads here and in the ring arena but no
+	 * version pins: struct srdma_net_qp_stats (net.h) and the drop
+	 * causes (srdma_rt_stats_layout(), core/restrack.c). Written by the
+	 * owner before publish, then immutable; 0 from a library older
+	 * than the field. */
+	uint32_t stats_layout;
 	_Atomic uint64_t ep_time_ns;	/* CLOCK_REALTIME of the last mirror */
 	_Atomic uint64_t ep[SRDMA_RT_EP_WORDS];	/* SRDMA_RT_EP_* */
 	_Atomic uint64_t ep_drops[SRDMA_RT_EP_DROPS]; /* by enum srdma_drop */
