@@ -149,6 +149,34 @@ for f in $pages; do
 	gzip -t "$g" 2>/dev/null && [ "$hdr" = 000000000002 ]
 	il_judge $? "$f: gzip -9n" "$f: not gzip -9n (header $hdr)"
 done
+# Debian policy 12.5 and 12.7: the copyright file (machine-readable
+# format, our licence) and, the version having a Debian revision, the
+# Debian changelog compressed with gzip -9n, its last entry this version.
+doc=/usr/share/doc/softrdma
+version=$(dpkg-deb -f "$deb" Version)
+g=$il_tmp/root$doc/changelog.Debian.gz
+grep -qx "$doc/copyright" <<<"$files" &&
+	grep -q '^Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' \
+		"$il_tmp/root$doc/copyright" &&
+	grep -q '^License: GPL-2 or BSD-2-clause' "$il_tmp/root$doc/copyright"
+il_judge $? "$doc/copyright (GPL-2 or BSD-2-clause)" \
+	"$doc/copyright missing or not in the copyright format"
+hdr=$(od -An -tx1 -j3 -N6 "$g" 2>/dev/null | tr -d ' \n')
+[ "$hdr" = 000000000002 ] &&
+	gzip -dc "$g" | head -1 | grep -q "^softrdma ($version) "
+il_judge $? "$doc/changelog.Debian.gz: gzip -9n, last entry $version" \
+	"$doc/changelog.Debian.gz: header '$hdr', first line '$(gzip -dc "$g" 2>/dev/null | head -1)'"
+# Debian's own checker, where installed: no errors (warnings and notes are
+# reported, not judged).
+if command -v lintian >/dev/null; then
+	lint=$(lintian --allow-root "$deb" 2>&1)
+	! grep -q '^E:' <<<"$lint"
+	il_judge $? "lintian: no errors ($(grep -c '^W:' <<<"$lint") warnings)" \
+		"lintian errors: $(grep '^E:' <<<"$lint")"
+	grep '^W:' <<<"$lint" | sed 's/^/# /'
+else
+	echo "# lintian not installed: not run"
+fi
 bad=$(grep -E '^/usr/lib/[^/]+-linux-gnu/|^/usr/lib/lib|^/lib|^/etc/ld\.so' \
 	<<<"$files")
 [ -z "$bad" ]
