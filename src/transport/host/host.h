@@ -143,6 +143,30 @@ const char *srdma_host_dir_check(int fd);
 void srdma_host_fix_mode(int fd, mode_t mode);
 
 /**
+ * srdma_host_file_map() - map the host-wide file @name of the state
+ * directory @dirfd (the multicast table, the atomics locks): opened
+ * without following a symlink, created 0600 (whatever the umask) if
+ * @create, sized to @len, mapped shared, guarded (srdma_shm_guard_add())
+ * and kept out of fork children (MADV_DONTFORK, as the segments).
+ * @dirfd:  the state directory (SRDMA_DIR)
+ * @name:   the file's name in it
+ * @len:    its size: the layout's struct
+ * @create: create the file if it does not exist
+ * @check:  called with the mapping under an exclusive flock of the file,
+ *          so that one process initialises a new (zeroed) file while the
+ *          others wait: initialise it, or check that an existing one has
+ *          this build's layout. Return true to keep the mapping, false to
+ *          drop it (it is then unmapped and NULL returned).
+ * @arg:    passed to @check
+ *
+ * Return: the mapping, or NULL (the file cannot be opened, is not a
+ * regular file, cannot be sized or mapped, or @check refused it).
+ */
+void *srdma_host_file_map(int dirfd, const char *name, size_t len,
+			  bool create, bool (*check)(void *map, void *arg),
+			  void *arg);
+
+/**
  * srdma_registry_open() - map (creating or repairing if needed) the host
  * registry under the directory @dfd.
  * Return: 0 or -errno (-EPROTO: a registry of another softrdma version).

@@ -67,44 +67,20 @@ bool srdma_gid_is_mcast(const uint8_t gid[16])
 	       (gid[12] & 0xf0) == 0xe0;
 }
 
-/* Map (creating and initialising under flock if needed) "mcast". */
-static struct srdma_mcast_file *table_map(struct srdma_context *ctx,
-					  bool create)
+/* Initialise a new "mcast" file, or check an existing one's layout
+ * (srdma_host_file_map(), under its flock). */
+static bool table_check(void *map, void *arg)
 {
-	struct srdma_mcast_file *f = MAP_FAILED;
-	struct stat st;
-	int fd;
+	struct srdma_mcast_file *f = map;
+	struct srdma_context *ctx = arg;
 
-	fd = openat(ctx->host.dirfd, "mcast",
-		    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
-			    (create ? O_CREAT : 0),
-		    0600);
-	if (fd < 0)
-		return NULL;
-	if (flock(fd, LOCK_EX))
-		goto out;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		goto out_unlock;
-	if (!st.st_size)	/* new: 0600 whatever the umask */
-		srdma_host_fix_mode(fd, 0600);
-	if ((size_t)st.st_size != sizeof(*f) && ftruncate(fd, sizeof(*f)))
-		goto out_unlock;
-	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (f == MAP_FAILED)
-		goto out_unlock;
-	srdma_shm_guard_add(f, sizeof(*f), -1);
-	(void)madvise(f, sizeof(*f), MADV_DONTFORK);	/* as the segments */
 	if (f->magic != SRDMA_MCAST_MAGIC) {
 		memset(f, 0, offsetof(struct srdma_mcast_file, g));
 		f->version = SRDMA_MCAST_VERSION;
 		f->ngroups_max = SRDMA_MCAST_GROUPS;
 		f->nqp_max = SRDMA_MCAST_QP_ATTACH;
-		if (srdma_shm_mutex_init(&f->lock)) {
-			if (srdma_shm_guard_del(f))
-				munmap(f, sizeof(*f));
-			f = MAP_FAILED;
-			goto out_unlock;
-		}
+		if (srdma_shm_mutex_init(&f->lock))
+			return false;
 		/* Pairs with the acquire load of another opener. */
 		__atomic_store_n(&f->magic, SRDMA_MCAST_MAGIC,
 				 __ATOMIC_RELEASE);
@@ -113,15 +89,18 @@ static struct srdma_mcast_file *table_map(struct srdma_context *ctx,
 		   f->nqp_max != SRDMA_MCAST_QP_ATTACH) {
 		srdma_warn("%s/mcast: another layout (version %u), not used",
 			   ctx->host.dir, f->version);
-		if (srdma_shm_guard_del(f))
-			munmap(f, sizeof(*f));
-		f = MAP_FAILED;
+		return false;
 	}
-out_unlock:
-	flock(fd, LOCK_UN);
-out:
-	close(fd);
-	return f == MAP_FAILED ? NULL : f;
+	return true;
+}
+
+/* Map (creating and initialising under flock if needed) "mcast". */
+static struct srdma_mcast_file *table_map(struct srdma_context *ctx,
+					  bool create)
+{
+	return srdma_host_file_map(ctx->host.dirfd, "mcast",
+				   sizeof(struct srdma_mcast_file), create,
+				   table_check, ctx);
 }
 
 /* The table, mapped on first use; NULL if it cannot be (or, without

@@ -607,47 +607,31 @@ void srdma_peer_wake_async(struct srdma_context *ctx, struct srdma_peer *p)
 	pthread_mutex_unlock(&p->fd_lock);
 }
 
-/* Map (creating and initialising under flock if needed) "atomics". */
-static struct srdma_atomic_file *atomics_map(struct srdma_context *ctx)
+/* Initialise a new "atomics" file, or check an existing one's layout
+ * (srdma_host_file_map(), under its flock). */
+static bool atomics_check(void *map, void *arg)
 {
-	struct srdma_atomic_file *f = MAP_FAILED;
-	struct stat st;
+	struct srdma_atomic_file *f = map;
 	uint32_t i;
-	int fd;
 
-	fd = openat(ctx->host.dirfd, "atomics",
-		    O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return NULL;
-	if (flock(fd, LOCK_EX))
-		goto out;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		goto out_unlock;
-	if (!st.st_size)	/* new: 0600 whatever the umask */
-		srdma_host_fix_mode(fd, 0600);
-	if ((size_t)st.st_size != sizeof(*f) && ftruncate(fd, sizeof(*f)))
-		goto out_unlock;
-	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (f == MAP_FAILED)
-		goto out_unlock;
-	srdma_shm_guard_add(f, sizeof(*f), -1);
-	(void)madvise(f, sizeof(*f), MADV_DONTFORK);	/* as the segments */
+	(void)arg;
 	if (f->magic != SRDMA_ATOMIC_MAGIC) {
 		for (i = 0; i < SRDMA_ATOMIC_LOCKS; i++)
 			srdma_shm_mutex_init(&f->lock[i]);
 		f->nlocks = SRDMA_ATOMIC_LOCKS;
 		__atomic_store_n(&f->magic, SRDMA_ATOMIC_MAGIC,
 				 __ATOMIC_RELEASE);
-	} else if (f->nlocks != SRDMA_ATOMIC_LOCKS) {
-		if (srdma_shm_guard_del(f))
-			munmap(f, sizeof(*f));
-		f = MAP_FAILED;
+		return true;
 	}
-out_unlock:
-	flock(fd, LOCK_UN);
-out:
-	close(fd);
-	return f == MAP_FAILED ? NULL : f;
+	return f->nlocks == SRDMA_ATOMIC_LOCKS;
+}
+
+/* Map (creating and initialising under flock if needed) "atomics". */
+static struct srdma_atomic_file *atomics_map(struct srdma_context *ctx)
+{
+	return srdma_host_file_map(ctx->host.dirfd, "atomics",
+				   sizeof(struct srdma_atomic_file), true,
+				   atomics_check, NULL);
 }
 
 pthread_mutex_t *srdma_host_atomic_lock(struct srdma_context *ctx, pid_t pid,

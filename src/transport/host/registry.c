@@ -63,6 +63,45 @@ void srdma_host_fix_mode(int fd, mode_t mode)
 			  strerror(errno));
 }
 
+void *srdma_host_file_map(int dirfd, const char *name, size_t len,
+			  bool create, bool (*check)(void *map, void *arg),
+			  void *arg)
+{
+	void *map = MAP_FAILED;
+	struct stat st;
+	int fd;
+
+	fd = openat(dirfd, name,
+		    O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+			    (create ? O_CREAT : 0),
+		    0600);
+	if (fd < 0)
+		return NULL;
+	if (flock(fd, LOCK_EX))
+		goto out;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		goto out_unlock;
+	if (!st.st_size)	/* new: 0600 whatever the umask */
+		srdma_host_fix_mode(fd, 0600);
+	if ((size_t)st.st_size != len && ftruncate(fd, (off_t)len))
+		goto out_unlock;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		goto out_unlock;
+	srdma_shm_guard_add(map, len, -1);
+	(void)madvise(map, len, MADV_DONTFORK);
+	if (!check(map, arg)) {
+		if (srdma_shm_guard_del(map))
+			munmap(map, len);
+		map = MAP_FAILED;
+	}
+out_unlock:
+	flock(fd, LOCK_UN);
+out:
+	close(fd);
+	return map == MAP_FAILED ? NULL : map;
+}
+
 /*
  * Create (0700) and open @path without following a symlink in its last
  * component, then check it. Return: the fd, or -errno with *@why set.
