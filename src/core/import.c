@@ -23,10 +23,10 @@
  * machinery's business (srdma_peer_gone: registry, pidfd); accesses ask it
  * before addressing the owner's pid.
  *
- * Not here: receive buffers and rkeys of imported MRs at a QP of the
- * importer (peers check those in the importer's own key table), and
- * imported keys on QPs that the net transport serves. Design and limits:
- * docs/design/import.md.
+ * The net requester, which gathers and scatters per packet, copies each
+ * imported SGE piece straight between its packet buffer and the owner
+ * (srdma_import_copy: the same key check and mark, one call per piece).
+ * Design and limits: docs/design/import.md.
  */
 #include <errno.h>
 #include <sched.h>
@@ -304,11 +304,10 @@ static int source_copy(struct srdma_peer *p, void *local, uint64_t addr,
 		       uint64_t len, bool to_source)
 {
 	struct iovec l = { local, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t got;
 
-	got = to_source ? process_vm_writev(p->pid, &l, 1, &r, 1, 0) :
-			  process_vm_readv(p->pid, &l, 1, &r, 1, 0);
-	return got == (ssize_t)len ? 0 : -EFAULT;
+	return srdma_peer_vm_rw(p, &l, 1, &r, 1, to_source) == (ssize_t)len ?
+		       0 :
+		       -EFAULT;
 }
 
 static int io_new(struct srdma_context *ctx, struct srdma_peer *p,
@@ -383,6 +382,61 @@ int srdma_import_acquire(struct srdma_context *ctx,
 	*local = io->buf + io->used;
 	io->used += s->length;
 	return SRDMA_KCHK_OK;
+}
+
+int srdma_import_check(struct srdma_context *ctx, uint32_t pd,
+		       const struct ibv_sge *s, uint32_t access)
+{
+	struct srdma_peer *p = source(ctx, false);
+	struct srdma_key_snap snap;
+	uint32_t slot;
+
+	if (!p)
+		return SRDMA_KCHK_NOKEY;
+	return srdma_key_check(&p->kv, s->lkey, KIND_MR, pd, access, s->addr,
+			       s->length, &snap, &slot);
+}
+
+int srdma_import_copy(struct srdma_context *ctx, uint32_t pd, uint32_t lkey,
+		      uint64_t addr, const struct iovec *liov, uint32_t nl,
+		      uint64_t len, bool to_source, int *kchk)
+{
+	struct srdma_peer *p = source(ctx, false);
+	struct srdma_key_ref ref;
+	struct iovec riov;
+	uint64_t tag;
+	ssize_t got;
+	int idx;
+
+	*kchk = SRDMA_KCHK_NOKEY;
+	if (!p)
+		return -EACCES;
+	idx = rec_reserve(ctx);
+	if (idx < 0) {
+		srdma_dbg("imported lkey %#x: no access record free", lkey);
+		return -EACCES;
+	}
+	tag = SRDMA_ACC_VALID | (uint64_t)p->reg_index << 32;
+	*kchk = srdma_key_acquire(&p->kv, lkey, KIND_MR, pd,
+				  to_source ? IBV_ACCESS_LOCAL_WRITE : 0, addr,
+				  len, srdma_seg_access(ctx->host.seg,
+							(unsigned int)idx),
+				  tag, p->pid, p->start, &ref);
+	if (*kchk) {
+		srdma_host_acc_release(&ctx->host, idx);
+		return -EACCES;
+	}
+	riov.iov_base = (void *)(uintptr_t)ref.host_addr;
+	riov.iov_len = len;
+	got = srdma_peer_vm_rw(p, liov, nl, &riov, 1, to_source);
+	srdma_key_release(&ref);
+	srdma_host_acc_release(&ctx->host, idx);
+	if (got != (ssize_t)len) {
+		srdma_dbg("imported lkey %#x: the bytes of pid %d cannot be %s",
+			  lkey, p->pid, to_source ? "written" : "read");
+		return -EFAULT;
+	}
+	return 0;
 }
 
 int srdma_import_commit(struct srdma_import_io *io)

@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "core/key_table.h"
 #include "transport/host/shm_layout.h"
@@ -136,6 +137,34 @@ int srdma_import_acquire(struct srdma_context *ctx,
 			 struct srdma_import_io **io, uint64_t total,
 			 uint32_t nsge, uint32_t pd, const struct ibv_sge *s,
 			 uint32_t access, void **local);
+
+/**
+ * srdma_import_check() - the one key check of SGE @s (its lkey, addr,
+ * length) in the source's key table of the imported context @ctx, for a
+ * QP of PD number @pd, without marking anything (a check before a WR's
+ * first packet; each copy checks again).
+ * Context: any thread. Return: SRDMA_KCHK_OK or the failing check
+ * (SRDMA_KCHK_NOKEY also when @ctx is not imported or its source is gone).
+ */
+int srdma_import_check(struct srdma_context *ctx, uint32_t pd,
+		       const struct ibv_sge *s, uint32_t access);
+
+/**
+ * srdma_import_copy() - move @len bytes between our buffers @liov (@nl
+ * entries, @len bytes in all) and [@addr, @addr + @len) of the source's MR
+ * @lkey: into the source (@to_source: a scatter, LOCAL_WRITE checked) or
+ * out of it (a gather). The key is checked and marked in flight under one
+ * of our access records for the copy, as srdma_import_acquire() does, and
+ * the copy never addresses a pid that is no longer the owner's
+ * (srdma_peer_vm_rw). For requesters that copy per packet (net), which
+ * need no bounce buffer of their own: @liov is theirs.
+ * Context: any thread. Return: 0; -EACCES with *@kchk the failing check
+ * (SRDMA_KCHK_NOKEY also: not imported, source gone, no access record);
+ * -EFAULT (the bytes could not be moved; *@kchk is SRDMA_KCHK_OK).
+ */
+int srdma_import_copy(struct srdma_context *ctx, uint32_t pd, uint32_t lkey,
+		      uint64_t addr, const struct iovec *liov, uint32_t nl,
+		      uint64_t len, bool to_source, int *kchk);
 
 /**
  * srdma_import_commit() - write every scatter span back to the source.

@@ -13,8 +13,8 @@
  * it), a FETCH_ADD whose result lands there; and a third context's WRITE
  * with the owner's rkey and SEND into a receive buffer of the owner's MR,
  * both through the importer's QP. Over the wire (SRDMA_TRANSPORT=net,
- * net.func.test_import_xproc) the owner's lkeys are the net requester's
- * known limit: LOC_PROT_ERR. Error paths: a bad fd, a non-context fd, bad handles, another PD's
+ * net.func.test_import_xproc) the same WRs run through the net requester
+ * and responder, the owner's lkeys included. Error paths: a bad fd, a non-context fd, bad handles, another PD's
  * MR, handles of a destroyed PD and MR, unimport twice, the importer's
  * dereg (a destroy, ibv_import_mr(3)), and the owner's death: imports
  * then fail with EINVAL and WRs through the owner's keys complete with
@@ -242,6 +242,43 @@ static void fetch_add_into_owner(struct ibv_qp *qp, struct ibv_cq *cq,
 		  (unsigned long long)got);
 }
 
+/*
+ * One SEND gathering from our own MR and from the owner's (after
+ * fetch_add_into_owner, its bytes past the first 8 are 'c') into @t.
+ */
+static void send_mixed(struct ibv_qp *qp, struct ibv_cq *cq,
+		       const struct owner_info *oi, struct ibv_mr *lmr,
+		       const char *local, struct third *t)
+{
+	struct ibv_sge sg[2] = { { (uintptr_t)local, 100, lmr->lkey },
+				 { oi->addr + 8, 2000, oi->lkey } };
+	struct ibv_sge rs = { (uintptr_t)t->buf, LEN, t->mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 3, .sg_list = &rs, .num_sge = 1 };
+	struct ibv_recv_wr *rbad = NULL;
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_wc wc;
+	size_t i;
+
+	memset(t->buf, 0, LEN);
+	assert_int_equal(ibv_post_recv(t->qp, &rw, &rbad), 0);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = sg;
+	wr.num_sge = 2;
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+	fu_expect(dp_poll(cq, &wc, 10000) && wc.status == IBV_WC_SUCCESS,
+		  "SEND from a local and the owner's MR: %s",
+		  ibv_wc_status_str(wc.status));
+	fu_expect(dp_poll(t->cq, &wc, 10000) && wc.status == IBV_WC_SUCCESS &&
+			  wc.byte_len == 2100,
+		  "receive of the mixed SEND: %s, %u bytes",
+		  ibv_wc_status_str(wc.status), wc.byte_len);
+	for (i = 0; i < 2100 && t->buf[i] == (i < 100 ? local[i] : 'c'); i++)
+		;
+	fu_expect(i == 2100, "mixed SEND: byte %zu differs", i);
+}
+
 static void test_import_xproc(void **state)
 {
 	struct ibv_pd *ipd, *ipd2, *lpd;
@@ -253,8 +290,6 @@ static void test_import_xproc(void **state)
 	struct third t;
 	static char local[LEN];
 	int sock, fd, keep, pfd[2], st;
-	bool net = getenv("SRDMA_TRANSPORT") &&
-		   !strcmp(getenv("SRDMA_TRANSPORT"), "net");
 	pid_t pid;
 	size_t i;
 
@@ -338,32 +373,25 @@ static void test_import_xproc(void **state)
 		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
 		  "WRITE from a local MR of the imported PD");
 	fu_expect(t.buf[0] == 'L' && t.buf[LEN - 1] == 'L', "local WRITE");
-	if (net) {
-		/* The net requester knows our own keys only (import.md,
-		 * Limits). */
-		expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
-			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
-			  "net: WRITE from the owner's MR");
-	} else {
-		/* WRITE from the owner's memory through its lkey. */
-		expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
-			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
-			  "WRITE from the owner's MR");
-		for (i = 0; i < LEN && t.buf[i] == (char)('A' + i % 23); i++)
-			;
-		fu_expect(i == LEN,
-			  "WRITE from the owner's MR: byte %zu differs", i);
-		/* READ into the owner's memory: the owner sees it. */
-		memset(t.buf, 'c', LEN);
-		expect_wr(qp, cq, IBV_WR_RDMA_READ, oi.addr, oi.lkey,
-			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
-			  "READ into the owner's MR");
-		assert_int_equal(xsend_byte(sock, 'V'), 0);
-		assert_int_equal(xsend_byte(sock, 'c'), 0);
-		fu_expect(xrecv_byte(sock) == 'y',
-			  "the owner's memory after READ");
-		fetch_add_into_owner(qp, cq, &oi, &t);
-	}
+	/* WRITE from the owner's memory through its lkey. */
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+		  "WRITE from the owner's MR");
+	for (i = 0; i < LEN && t.buf[i] == (char)('A' + i % 23); i++)
+		;
+	fu_expect(i == LEN,
+		  "WRITE from the owner's MR: byte %zu differs", i);
+	/* READ into the owner's memory: the owner sees it. */
+	memset(t.buf, 'c', LEN);
+	expect_wr(qp, cq, IBV_WR_RDMA_READ, oi.addr, oi.lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+		  "READ into the owner's MR");
+	assert_int_equal(xsend_byte(sock, 'V'), 0);
+	assert_int_equal(xsend_byte(sock, 'c'), 0);
+	fu_expect(xrecv_byte(sock) == 'y',
+		  "the owner's memory after READ");
+	fetch_add_into_owner(qp, cq, &oi, &t);
+	send_mixed(qp, cq, &oi, lmr, local, &t);
 	ibv_destroy_qp(qp);
 	qp = connect_to(ipd, cq, &t);
 
