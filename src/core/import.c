@@ -143,6 +143,11 @@ static struct srdma_peer *source(struct srdma_context *ctx, bool strict)
 	return imp->peer;
 }
 
+bool srdma_import_live(struct srdma_context *ctx, bool strict)
+{
+	return source(ctx, strict) != NULL;
+}
+
 /* ---- PD ------------------------------------------------------------------ */
 
 /* Is PD @handle listed in the owner's resource table? */

@@ -66,6 +66,13 @@ int srdma_import_ctx_open(struct srdma_device *dev, int cmd_fd,
 void srdma_import_ctx_fini(struct srdma_context *ctx);
 
 /**
+ * srdma_import_live() - is @ctx an imported context whose source's owner
+ * still lives? @strict asks the kernel now (control paths), else at the
+ * peer machinery's rate (data paths). Context: any thread.
+ */
+bool srdma_import_live(struct srdma_context *ctx, bool strict);
+
+/**
  * srdma_import_pd() - ibv_import_pd of the source's PD @handle into the
  * imported context @ctx: a new local PD object with that number (each
  * import is its own object, released with ibv_unimport_pd or
