@@ -150,8 +150,10 @@ bool srdma_import_live(struct srdma_context *ctx, bool strict)
 
 /* ---- PD ------------------------------------------------------------------ */
 
-/* Is PD @handle listed in the owner's resource table? */
-static bool source_has_pd(struct srdma_peer *p, uint32_t handle)
+/* PD @handle's slot in the owner's resource table, if it is listed and
+ * not destroyed; else NULL. */
+static struct srdma_shm_rt_pd *source_pd(struct srdma_peer *p,
+					 uint32_t handle)
 {
 	struct srdma_shm_rt *rt = srdma_seg_rt(p->seg);
 	uint32_t i;
@@ -159,28 +161,34 @@ static bool source_has_pd(struct srdma_peer *p, uint32_t handle)
 	for (i = 0; i < SRDMA_RT_PD_SLOTS; i++)
 		if (atomic_load_explicit(&rt->pd[i].handle,
 					 memory_order_acquire) == handle)
-			return true;
-	return false;
+			return atomic_load(&rt->pd[i].use) & SRDMA_RT_PD_DEAD ?
+				       NULL :
+				       &rt->pd[i];
+	return NULL;
 }
 
 int srdma_import_pd(struct srdma_context *ctx, uint32_t handle,
 		    struct srdma_pd **out)
 {
 	struct srdma_peer *p = source(ctx, true);
+	struct srdma_shm_rt_pd *slot = NULL;
 	struct srdma_pd *pd;
 	int ret;
 
 	if (!p)
 		return -EINVAL;
-	if (!handle || handle >= IMPORT_LOCAL_PD_BASE ||
-	    !source_has_pd(p, handle)) {
-		srdma_dbg("import_pd: pid %d has no PD %u", p->pid, handle);
+	if (handle && handle < IMPORT_LOCAL_PD_BASE)
+		slot = source_pd(p, handle);
+	if (!slot) {
+		srdma_dbg("import_pd: pid %d has no live PD %u", p->pid,
+			  handle);
 		return -EINVAL;
 	}
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return -ENOMEM;
 	pd->ctx = ctx;
+	pd->rt_use = &slot->use;	/* the source's: mapped while we are */
 	pd->ibpd.context = &ctx->vctx.context;
 	pd->ibpd.handle = handle;
 	pd->imported = true;
@@ -194,6 +202,69 @@ int srdma_import_pd(struct srdma_context *ctx, uint32_t handle,
 	ctx->n_pd++;
 	pthread_mutex_unlock(&ctx->lock);
 	*out = pd;
+	return 0;
+}
+
+/*
+ * Destroy the source's PD of our import @pd for everybody: its use word
+ * from 0 (no object of any process on it) to DEAD. Its slot must still
+ * hold our handle: the owner may have deallocated the PD (slot cleared)
+ * and even listed another PD in the slot since; a destroy that lands on
+ * another PD's word is undone at once. Return: 0 (destroyed now, or gone
+ * already), -EBUSY (objects use it).
+ */
+static int source_pd_destroy(struct srdma_pd *pd)
+{
+	struct srdma_shm_rt_pd *slot =
+		container_of(pd->rt_use, struct srdma_shm_rt_pd, use);
+	uint32_t handle = pd->ibpd.handle, zero_dead = SRDMA_RT_PD_DEAD;
+	struct srdma_peer *p = source(pd->ctx, true);
+
+	if (!p || atomic_load(&slot->handle) != handle)
+		return 0;		/* nothing left to destroy */
+	if (atomic_load(pd->rt_use) & SRDMA_RT_PD_DEAD)
+		return 0;
+	if (!srdma_pd_destroy_shared(pd->rt_use)) {
+		srdma_dbg("dealloc_pd %u: objects of pid %d or of its importers use it",
+			  handle, p->pid);
+		return -EBUSY;
+	}
+	if (atomic_load(&slot->handle) != handle)	/* not ours: undo */
+		atomic_compare_exchange_strong(pd->rt_use, &zero_dead, 0);
+	else
+		srdma_dbg("pd %u of pid %d destroyed by its importer", handle,
+			  p->pid);
+	return 0;
+}
+
+int srdma_import_pd_drop(struct srdma_pd *pd, bool destroy)
+{
+	struct srdma_context *ctx = pd->ctx;
+	int ret;
+
+	if (!pd->imported)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (atomic_load(&pd->usecnt)) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_dbg("pd %u: still used by %u object(s) of ours",
+			  pd->ibpd.handle, atomic_load(&pd->usecnt));
+		return -EBUSY;
+	}
+	if (destroy) {
+		ret = source_pd_destroy(pd);
+		if (ret) {
+			pthread_mutex_unlock(&ctx->lock);
+			return ret;
+		}
+	}
+	if (!srdma_handle_del(pd, SRDMA_OBJ_PD)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	ctx->n_pd--;
+	pthread_mutex_unlock(&ctx->lock);
+	free(pd);
 	return 0;
 }
 

@@ -84,6 +84,18 @@ int srdma_import_pd(struct srdma_context *ctx, uint32_t handle,
 		    struct srdma_pd **out);
 
 /**
+ * srdma_import_pd_drop() - release an imported PD: ibv_unimport_pd
+ * forgets it; with @destroy (ibv_dealloc_pd, which ibv_import_pd(3) makes
+ * a destroy) the source's PD is destroyed for every process first, if no
+ * object of any process uses it (its shared use word, from 0 to DEAD):
+ * later imports of it are EINVAL, and so are its owner's and every
+ * importer's uses of it (srdma_pd_lookup).
+ * Return: 0, -EBUSY (objects of ours, or of the owner or another
+ * importer, use it: nothing changed), -EINVAL (not an imported PD).
+ */
+int srdma_import_pd_drop(struct srdma_pd *pd, bool destroy);
+
+/**
  * srdma_import_mr() - ibv_import_mr of the source's MR @handle (its key
  * table slot) on the imported PD @pd: the MR must be live (a valid key of
  * kind MR) and belong to @pd's PD number. lkey, rkey, addr, length and

@@ -263,14 +263,15 @@ SRDMA_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 
 SRDMA_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-	struct srdma_pd *spd = srdma_pd_lookup(pd);
+	struct srdma_pd *spd = srdma_pd_lookup_any(pd);
 	int ret;
 
 	/* Our own PD: an alias of the PD itself, nothing to undo. Another
-	 * process's: drop this import (not while objects of ours use it). */
+	 * process's: drop this import (not while objects of ours use it),
+	 * whether or not the PD was destroyed meanwhile. */
 	if (!spd || !spd->imported)
 		return;
-	ret = srdma_pd_dealloc(spd);
+	ret = srdma_import_pd_drop(spd, false);
 	if (ret)
 		srdma_warn("unimport_pd %u: %s", pd->handle, strerror(-ret));
 }

@@ -101,7 +101,11 @@ static void owner(int sock)
 	struct ibv_mr *mr, *mr2, *mr3, *dmr;
 	struct ibv_alloc_dm_attr da = { .length = LEN };
 	struct ibv_dm *dm, *dm2;
+	struct ibv_pd *pd3 = NULL;
+	struct ibv_mr *mr4 = NULL;
+	struct ibv_qp *qp3;
 	struct owner_info oi;
+	uint32_t h;
 	static char buf[LEN], buf2[LEN], buf3[LEN], dbuf[LEN];
 	char cmd, want;
 	size_t i;
@@ -171,6 +175,34 @@ static void owner(int sock)
 								dbuf, 64)));
 			XCHK(!xsend_byte(sock, (char)ibv_free_dm(dm2)));
 			dm2 = NULL;
+			break;
+		case 'P':	/* a PD of nothing: its handle */
+			XCHK((pd3 = ibv_alloc_pd(ctx)) != NULL);
+			h = pd3->handle;
+			XCHK(!xsend(sock, &h, sizeof(h)));
+			break;
+		case 'R':	/* an MR on it */
+			XCHK((mr4 = ibv_reg_mr(pd3, buf3, LEN,
+					       IMP_ACCESS)) != NULL);
+			XCHK(!xsend_byte(sock, 'k'));
+			break;
+		case 'S':	/* drop that MR */
+			XCHK(!ibv_dereg_mr(mr4));
+			XCHK(!xsend_byte(sock, 'k'));
+			break;
+		case 'Q':	/* dealloc it: its errno */
+			i = (size_t)ibv_dealloc_pd(pd3);
+			XCHK(!xsend_byte(sock, (char)i));
+			break;
+		case 'T':	/* destroyed by the importer: use, then free */
+			errno = 0;
+			mr4 = ibv_reg_mr(pd3, buf3, LEN, IMP_ACCESS);
+			XCHK(!xsend_byte(sock, mr4 ? 0 : (char)errno));
+			errno = 0;
+			qp3 = xp_qp_create(pd3, cq, NULL, IBV_QPT_RC, 4, 1, 0);
+			XCHK(!xsend_byte(sock, qp3 ? 0 : (char)errno));
+			XCHK(!xsend_byte(sock, (char)ibv_dealloc_pd(pd3)));
+			pd3 = NULL;
 			break;
 		case 'X':	/* die with everything open */
 			_exit(0);
@@ -428,6 +460,61 @@ static void dm_xproc(int sock, struct ibv_context *ictx, struct ibv_pd *ipd,
 		      "the owner's free_dm after our free");
 }
 
+/*
+ * ibv_dealloc_pd of an imported PD destroys the owner's PD, unless an
+ * object of any process uses it (EBUSY); after it the PD is gone for the
+ * owner and for every import.
+ */
+static void pd_destroy_xproc(int sock, struct ibv_context *ictx)
+{
+	static char b[LEN];
+	struct ibv_pd *ipd, *ipd2;
+	struct ibv_mr *mr;
+	uint32_t h = 0;
+
+	assert_int_equal(xsend_byte(sock, 'P'), 0);
+	assert_int_equal(xrecv(sock, &h, sizeof(h)), 0);
+	ipd = ibv_import_pd(ictx, h);
+	ipd2 = ibv_import_pd(ictx, h);
+	fu_expect(ipd && ipd2, "import_pd(pd3): %s", fu_errname(errno));
+	assert_non_null(ipd);
+	assert_non_null(ipd2);
+
+	/* Our MR on it: neither side may destroy it. */
+	mr = ibv_reg_mr(ipd2, b, LEN, IMP_ACCESS);
+	assert_non_null(mr);
+	assert_int_equal(xsend_byte(sock, 'Q'), 0);
+	fu_expect_int(xrecv_byte(sock), EBUSY,
+		      "the owner's dealloc_pd while our MR uses it");
+	fu_expect_int(ibv_dealloc_pd(ipd), EBUSY,
+		      "dealloc_pd of an import while our MR uses the PD");
+	fu_expect_int(ibv_dereg_mr(mr), 0, "dereg of our MR");
+	/* The owner's MR on it. */
+	assert_int_equal(xsend_byte(sock, 'R'), 0);
+	assert_int_equal(xrecv_byte(sock), 'k');
+	fu_expect_int(ibv_dealloc_pd(ipd), EBUSY,
+		      "dealloc_pd of an import while the owner's MR uses it");
+	assert_int_equal(xsend_byte(sock, 'S'), 0);
+	assert_int_equal(xrecv_byte(sock), 'k');
+
+	/* Nothing uses it: destroyed for everybody. */
+	fu_expect_int(ibv_dealloc_pd(ipd), 0, "dealloc_pd of an import");
+	fu_expect(!ibv_import_pd(ictx, h) && errno == EINVAL,
+		  "import_pd of a destroyed PD: %s", fu_errname(errno));
+	errno = 0;
+	fu_expect(!ibv_reg_mr(ipd2, b, LEN, IMP_ACCESS) && errno == EINVAL,
+		  "reg_mr on another import of a destroyed PD: %s",
+		  fu_errname(errno));
+	ibv_unimport_pd(ipd2);
+	assert_int_equal(xsend_byte(sock, 'T'), 0);
+	fu_expect_int(xrecv_byte(sock), EINVAL,
+		      "the owner's reg_mr on its destroyed PD");
+	fu_expect_int(xrecv_byte(sock), EINVAL,
+		      "the owner's create_qp on its destroyed PD");
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's dealloc_pd of its destroyed PD");
+}
+
 static void test_import_xproc(void **state)
 {
 	struct ibv_pd *ipd, *ipd2, *lpd;
@@ -596,6 +683,8 @@ static void test_import_xproc(void **state)
 		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
 		  "WRITE through a destroyed MR's lkey");
 	ibv_destroy_qp(qp);
+
+	pd_destroy_xproc(sock, ictx);
 
 	/* Handles of a destroyed PD and MR. */
 	assert_int_equal(xsend_byte(sock, 'M'), 0);
