@@ -16,7 +16,12 @@
  *
  * Nothing here writes the owner's state except an importer's
  * ibv_dereg_mr, which invalidates the key (the seqlock writers of the key
- * table exclude each other, as SEND_WITH_INV's do). The owner's library
+ * table exclude each other, as SEND_WITH_INV's do), and the PD's shared
+ * use word in the owner's resource table: every object of any process on
+ * the PD counts there (core/pd.c, srdma_pd_hold), and an importer's
+ * ibv_dealloc_pd destroys the PD for everybody by a compare-and-swap of
+ * that word from 0 to DEAD. Device memory is shared as a file both map
+ * (core/dm.c). The owner's library
  * never learns of its importers: it may destroy what they imported at any
  * time, after which their imports name dead objects and every access
  * through them fails the key check. The owner's death is the peer
@@ -29,6 +34,7 @@
  * Design and limits: docs/design/import.md.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +152,40 @@ static struct srdma_peer *source(struct srdma_context *ctx, bool strict)
 bool srdma_import_live(struct srdma_context *ctx, bool strict)
 {
 	return source(ctx, strict) != NULL;
+}
+
+bool srdma_import_has_importers(struct srdma_context *ctx)
+{
+	struct srdma_registry *r = &ctx->host.reg;
+	struct srdma_seg_hdr hdr;
+	unsigned int i;
+	bool hit;
+	int fd;
+
+	for (i = 0; i < SRDMA_REG_ENTRIES; i++) {
+		struct srdma_reg_entry *e = &r->ent[i];
+
+		if ((int)i == ctx->host.reg_index ||
+		    atomic_load_explicit(&e->state, memory_order_acquire) !=
+			    SRDMA_REG_LIVE ||
+		    !srdma_reg_entry_name_ok(e, i) ||
+		    !srdma_proc_alive(e->pid, e->start_time))
+			continue;
+		/* Its header names the context it imports; read, not
+		 * mapped: nothing of it is kept. */
+		fd = openat(ctx->host.dirfd, e->seg_name,
+			    O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		hit = pread(fd, &hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
+		      hdr.magic == SRDMA_SEG_MAGIC &&
+		      hdr.import_lid == ctx->host.lid &&
+		      hdr.import_pid == ctx->host.pid;
+		close(fd);
+		if (hit)
+			return true;
+	}
+	return false;
 }
 
 /* ---- PD ------------------------------------------------------------------ */

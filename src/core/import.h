@@ -73,6 +73,15 @@ void srdma_import_ctx_fini(struct srdma_context *ctx);
 bool srdma_import_live(struct srdma_context *ctx, bool strict);
 
 /**
+ * srdma_import_has_importers() - does a live context of another process
+ * import @ctx (its segment header names @ctx as import_lid/import_pid)?
+ * A registry scan that reads the header of each live context: for rare
+ * paths only (a PD's shared uses that may be a dead importer's).
+ * Context: any thread, no lock held.
+ */
+bool srdma_import_has_importers(struct srdma_context *ctx);
+
+/**
  * srdma_import_pd() - ibv_import_pd of the source's PD @handle into the
  * imported context @ctx: a new local PD object with that number (each
  * import is its own object, released with ibv_unimport_pd or

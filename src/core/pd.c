@@ -189,9 +189,22 @@ int srdma_pd_dealloc(struct srdma_pd *pd)
 	 * our description is left to free. */
 	if (!srdma_pd_destroy_shared(pd->rt_use)) {
 		pthread_mutex_unlock(&ctx->lock);
-		srdma_dbg("pd %u: still used by objects of another process",
-			  pd->ibpd.handle);
-		return -EBUSY;
+		if (srdma_import_has_importers(ctx)) {
+			srdma_dbg("pd %u: still used by objects of another process",
+				  pd->ibpd.handle);
+			return -EBUSY;
+		}
+		/* Nobody imports us any more: the uses left are those of
+		 * importers that died with objects on the PD. */
+		pthread_mutex_lock(&ctx->lock);
+		if (atomic_load(&pd->usecnt)) {
+			pthread_mutex_unlock(&ctx->lock);
+			return -EBUSY;
+		}
+		srdma_info("pd %u: %u use(s) of dead importers dropped",
+			   pd->ibpd.handle,
+			   atomic_load(pd->rt_use) & ~SRDMA_RT_PD_DEAD);
+		atomic_store(pd->rt_use, SRDMA_RT_PD_DEAD);
 	}
 	srdma_handle_del(pd, SRDMA_OBJ_PD);
 	srdma_rt_pd_del(ctx, pd->ibpd.handle);

@@ -728,10 +728,67 @@ static void test_import_xproc(void **state)
 	fu_done();
 }
 
+/* An importer that dies with an MR on the owner's PD. */
+static void dying_importer(int sock)
+{
+	static char b[LEN];
+	struct owner_info oi;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	uint32_t h;
+	int fd;
+
+	fd = recv_fd(sock, &oi, sizeof(oi));
+	XCHK(fd >= 0);
+	XCHK(!xrecv(sock, &h, sizeof(h)));
+	XCHK((ctx = ibv_import_device(fd)) != NULL);
+	XCHK((pd = ibv_import_pd(ctx, h)) != NULL);
+	XCHK(ibv_reg_mr(pd, b, LEN, IMP_ACCESS) != NULL);
+	XCHK(!xsend_byte(sock, 'k'));
+	_exit(0);
+}
+
+/*
+ * The uses of an importer that died are not the owner's to wait for: once
+ * no live context imports the owner's, its ibv_dealloc_pd succeeds.
+ */
+static void test_import_dead_importer(void **state)
+{
+	struct owner_info oi;
+	int sock, s2, fd, st;
+	pid_t pid, pid2;
+	uint32_t h = 0;
+
+	(void)state;
+	alarm(120);
+	pid = xp_spawn(&sock, owner, 120);
+	fd = recv_fd(sock, &oi, sizeof(oi));
+	assert_true(fd >= 0);
+	assert_int_equal(xsend_byte(sock, 'P'), 0);
+	assert_int_equal(xrecv(sock, &h, sizeof(h)), 0);
+	pid2 = xp_spawn(&s2, dying_importer, 60);
+	assert_int_equal(send_fd(s2, fd, &oi, sizeof(oi)), 0);
+	assert_int_equal(xsend(s2, &h, sizeof(h)), 0);
+	fu_expect(xrecv_byte(s2) == 'k', "the importer's MR on the PD");
+	assert_int_equal(waitpid(pid2, &st, 0), pid2);
+	close(s2);
+	assert_int_equal(xsend_byte(sock, 'Q'), 0);
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's dealloc_pd after its importer died");
+	close(fd);
+	close(sock);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	fu_expect(WIFEXITED(st) && !WEXITSTATUS(st), "owner exit status %#x",
+		  st);
+	alarm(0);
+	fu_done();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_import_xproc),
+		cmocka_unit_test(test_import_dead_importer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
