@@ -344,6 +344,17 @@ int srdma_dm_free(struct ibv_dm *ibdm)
 	 * or another process destroyed it already. */
 	u = atomic_load(&dm->sh->use);
 	while (!(u & SRDMA_DM_FREED)) {
+		if (u && !dm->imported && !dm->fork_child &&
+		    !srdma_import_has_importers(dm->ctx)) {
+			/* Nobody imports our context any more: these are
+			 * the MRs of importers that died. */
+			srdma_info("free_dm %u: %u MR(s) of dead importers dropped",
+				   ibdm->handle, u);
+			if (!atomic_compare_exchange_strong(&dm->sh->use, &u,
+							    0))
+				continue;
+			u = 0;
+		}
 		if (u) {
 			srdma_dbg("free_dm %u: %u MR(s) of other processes still registered",
 				  ibdm->handle, u);

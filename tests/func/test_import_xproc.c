@@ -728,13 +728,14 @@ static void test_import_xproc(void **state)
 	fu_done();
 }
 
-/* An importer that dies with an MR on the owner's PD. */
+/* An importer that dies with MRs on the owner's PD and DM. */
 static void dying_importer(int sock)
 {
 	static char b[LEN];
 	struct owner_info oi;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	struct ibv_dm *dm;
 	uint32_t h;
 	int fd;
 
@@ -744,13 +745,16 @@ static void dying_importer(int sock)
 	XCHK((ctx = ibv_import_device(fd)) != NULL);
 	XCHK((pd = ibv_import_pd(ctx, h)) != NULL);
 	XCHK(ibv_reg_mr(pd, b, LEN, IMP_ACCESS) != NULL);
+	XCHK((dm = ibv_import_dm(ctx, oi.dm2)) != NULL);
+	XCHK(ibv_reg_dm_mr(pd, dm, 0, LEN, DM_ACCESS) != NULL);
 	XCHK(!xsend_byte(sock, 'k'));
 	_exit(0);
 }
 
 /*
  * The uses of an importer that died are not the owner's to wait for: once
- * no live context imports the owner's, its ibv_dealloc_pd succeeds.
+ * no live context imports the owner's, its ibv_dealloc_pd and ibv_free_dm
+ * succeed.
  */
 static void test_import_dead_importer(void **state)
 {
@@ -775,6 +779,11 @@ static void test_import_dead_importer(void **state)
 	assert_int_equal(xsend_byte(sock, 'Q'), 0);
 	fu_expect_int(xrecv_byte(sock), 0,
 		      "the owner's dealloc_pd after its importer died");
+	assert_int_equal(xsend_byte(sock, 'G'), 0);
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's memcpy_to_dm after its importer died");
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's free_dm after its importer died");
 	close(fd);
 	close(sock);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
