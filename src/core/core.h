@@ -284,6 +284,9 @@ struct srdma_pd {
 	uint32_t n_custom, cap_custom;	/* ctx->lock */
 	bool imported;			/* immutable: ibv_import_pd of another
 					 * process's PD (core/import.c) */
+	_Atomic uint32_t *rt_use;	/* immutable: the PD's use word in
+					 * its owner's resource table (atomic,
+					 * shared with importers), or NULL */
 };
 
 /* A thread domain: a hint only (docs/design/parent-domain.md). */
@@ -334,8 +337,31 @@ void srdma_pd_obj_free(struct srdma_pd *pd, void *p, uint64_t type);
 /* Return: 0, -EINVAL (not a PD), -EBUSY (objects still use it; a parent
  * domain uses it). Deallocates parent domains too. */
 int srdma_pd_dealloc(struct srdma_pd *pd);
-/* Resolve a public PD pointer; NULL if it is not a live PD of ours. */
+/* Resolve a public PD pointer; NULL if it is not a live PD of ours, or
+ * if another process destroyed it (an imported context's PD, or ours
+ * imported elsewhere: ibv_dealloc_pd of an import destroys it). */
 struct srdma_pd *srdma_pd_lookup(struct ibv_pd *ibpd);
+/* srdma_pd_lookup() that also resolves a PD another process destroyed
+ * (for ibv_dealloc_pd and ibv_unimport_pd, which release it). */
+struct srdma_pd *srdma_pd_lookup_any(struct ibv_pd *ibpd);
+/**
+ * srdma_pd_hold() / srdma_pd_unhold() - an object (MR, MW, QP, SRQ, AH,
+ * CQ or parent domain) starts or stops using @pd: its use count, and the
+ * PD's shared use word, which lets a process that imported the PD tell
+ * whether anybody uses it (ibv_dealloc_pd of an import, core/import.c).
+ * The shared word is another process's too: it saturates rather than
+ * wraps. Context: any thread.
+ */
+void srdma_pd_hold(struct srdma_pd *pd);
+void srdma_pd_unhold(struct srdma_pd *pd);
+/**
+ * srdma_pd_destroy_shared() - mark the PD of use word @use destroyed for
+ * every process, if no object of any process uses it (compare-and-swap
+ * of 0 to SRDMA_RT_PD_DEAD). @use NULL: nothing shared, true.
+ * Return: true if the PD is destroyed now or was already; false (EBUSY)
+ * if objects use it.
+ */
+bool srdma_pd_destroy_shared(_Atomic uint32_t *use);
 
 /* ---- MR ---------------------------------------------------------------- */
 enum {

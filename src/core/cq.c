@@ -358,7 +358,7 @@ int srdma_cq_create(struct srdma_context *ctx, const struct srdma_cq_args *a,
 	ctx->next_cq = slot + 1;
 	ctx->n_cq++;
 	if (pd)
-		atomic_fetch_add(&pd->usecnt, 1);
+		srdma_pd_hold(pd);
 	/* Published: producers may post from now on. */
 	atomic_store_explicit(&sh->state, SRDMA_OBJ_LIVE, memory_order_release);
 	pthread_mutex_unlock(&ctx->lock);
@@ -405,7 +405,7 @@ int srdma_cq_destroy(struct srdma_cq *cq)
 	pthread_cond_destroy(&cq->ib.cq.cond);
 	srdma_pd_obj_free(pd, cq, SRDMA_RES_TYPE_CQ);
 	if (pd)
-		atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used it */
+		srdma_pd_unhold(pd);	/* last: the free used it */
 	return 0;
 }
 

@@ -4,12 +4,26 @@
  * and ibv_reg_dm_mr (docs/design/dm.md).
  *
  * A NIC's device memory is a small on-chip SRAM that the host maps and
- * peers reach by RDMA through zero-based MRs. Here it is a private
- * anonymous mapping of the owning process, charged against a per-context
- * budget of max_dm_size bytes. Nothing else about it is special: an MR
- * over it is an ordinary zero-based registration whose key entry points
- * at the mapping, so the host transport (cross-memory attach) and the net
- * responder reach it without the owner doing anything.
+ * peers reach by RDMA through zero-based MRs. Here it is a file of
+ * SRDMA_DIR, dm.<lid>.<pid>.<handle>, mapped shared by the owning process
+ * and charged against a per-context budget of max_dm_size bytes. Nothing
+ * else about it is special: an MR over it is an ordinary zero-based
+ * registration whose key entry points at the mapping, so the host
+ * transport (cross-memory attach) and the net responder reach it without
+ * the owner doing anything.
+ *
+ * The file is what makes a DM shareable with a process that imported the
+ * owner's context (ibv_import_dm, docs/design/import.md): the importer
+ * maps the same file, so copies and MRs on either side reach the same
+ * bytes. The file's header page is the DM's shared state: one atomic word
+ * counts the MRs over the DM in every process and carries the FREED bit,
+ * set by compare-and-swap from 0 by whichever process destroys the DM
+ * (ibv_free_dm; EBUSY while MRs use it, as the kernel's usecnt). After it,
+ * every copy and registration on any side is EINVAL, and the bytes stay
+ * mapped until each side releases its own object, so nothing crashes. The
+ * destroyer unlinks the file; a dead owner's files go with its context
+ * (registry.c's reaper). Copies go through the fault-guarded self copy: a
+ * file another process truncated is EFAULT, not SIGBUS.
  *
  * Rules, as rdma-core's man pages give them and mlx5 applies them where
  * the man pages are silent: comp_mask must be 0 and the length at most
@@ -27,19 +41,28 @@
  *
  * fork(): a DM may be allocated on a context inherited from the parent
  * (the child's copy of a real uverbs fd still works too): it is private
- * memory of the child, charged to the child's copy of the budget, and
- * used by copies only (its context has no live PD to register it with).
+ * anonymous memory of the child (no file: the inherited context's LID is
+ * not the child's to name files with), charged to the child's copy of the
+ * budget, and used by copies only (its context has no live PD to register
+ * it with).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "core/dm.h"
+#include "core/import.h"
 #include "util/fault.h"
 #include "util/log.h"
+#include "util/selfcopy.h"
 
 #define DM_ACCESS_OK                                                           \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
@@ -79,6 +102,99 @@ static bool dm_charge(struct srdma_context *ctx, uint64_t n)
 	return true;
 }
 
+/* A DM struct from the spare list or malloc, zeroed. */
+static struct srdma_dm *dm_get_struct(void)
+{
+	struct srdma_dm *dm;
+
+	pthread_mutex_lock(&dm_lock);
+	dm = dm_spare;
+	if (dm)
+		dm_spare = dm->next_free;
+	pthread_mutex_unlock(&dm_lock);
+	if (!dm)
+		dm = calloc(1, sizeof(*dm));
+	if (dm)
+		memset(dm, 0, sizeof(*dm));
+	return dm;
+}
+
+/* Back to the spare list (the header comment: never to malloc). */
+static void dm_put_struct(struct srdma_dm *dm)
+{
+	pthread_mutex_lock(&dm_lock);
+	dm->next_free = dm_spare;
+	dm_spare = dm;
+	pthread_mutex_unlock(&dm_lock);
+}
+
+/* The file offset of the bytes: the header's page. */
+static uint64_t dm_data_off(void)
+{
+	return srdma_page_size;
+}
+
+/*
+ * Create, size and map @dm's file (dm->name set) for @map_len bytes of
+ * @ctx's DM, and fill its header. Return: 0 or -ENOMEM (any failure of
+ * the file system is the device's memory running out).
+ */
+static int dm_file_new(struct srdma_context *ctx, struct srdma_dm *dm,
+		       size_t map_len)
+{
+	size_t total = dm_data_off() + map_len;
+	struct srdma_shm_dm *sh;
+	void *map;
+	int fd;
+
+	fd = openat(ctx->host.dirfd, dm->name,
+		    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* A dead namesake's (same pid, LID and handle): stale. */
+		unlinkat(ctx->host.dirfd, dm->name, 0);
+		fd = openat(ctx->host.dirfd, dm->name,
+			    O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+			    0600);
+	}
+	if (fd < 0) {
+		srdma_dbg("alloc_dm: cannot create %s: %s", dm->name,
+			  strerror(errno));
+		return -ENOMEM;
+	}
+	if (ftruncate(fd, (off_t)total)) {
+		srdma_dbg("alloc_dm: cannot size %s: %s", dm->name,
+			  strerror(errno));
+		goto err;
+	}
+	map = SRDMA_FAULT(DM_ALLOC) ? MAP_FAILED
+		: mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		goto err;
+	close(fd);
+	sh = map;
+	sh->version = SRDMA_DM_VERSION;
+	sh->hdr_size = sizeof(*sh);
+	sh->owner_pid = ctx->host.seg->owner_pid;
+	sh->lid = ctx->host.lid;
+	sh->owner_start = ctx->host.seg->owner_start;
+	sh->length = dm->length;
+	sh->data_off = dm_data_off();
+	sh->data_len = map_len;
+	sh->handle = dm->ibdm.handle;
+	atomic_store(&sh->use, 0);
+	atomic_thread_fence(memory_order_release);
+	sh->magic = SRDMA_DM_MAGIC;
+	dm->sh = sh;
+	dm->map = map;
+	dm->map_len = total;
+	dm->base = (uint8_t *)map + dm_data_off();
+	return 0;
+err:
+	close(fd);
+	unlinkat(ctx->host.dirfd, dm->name, 0);
+	return -ENOMEM;
+}
+
 int srdma_dm_alloc(struct srdma_context *ctx, bool inherited,
 		   const struct ibv_alloc_dm_attr *attr, struct srdma_dm **out)
 {
@@ -106,52 +222,55 @@ int srdma_dm_alloc(struct srdma_context *ctx, bool inherited,
 	}
 	map_len = (attr->length + srdma_page_size - 1) &
 		  ~(srdma_page_size - 1);
-	base = SRDMA_FAULT(DM_ALLOC) ? MAP_FAILED
-		: mmap(NULL, map_len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (base == MAP_FAILED) {
+	dm = dm_get_struct();
+	if (!dm) {
 		ret = -ENOMEM;
 		goto err_uncharge;
 	}
-
-	pthread_mutex_lock(&dm_lock);
-	dm = dm_spare;
-	if (dm)
-		dm_spare = dm->next_free;
-	pthread_mutex_unlock(&dm_lock);
-	if (!dm)
-		dm = calloc(1, sizeof(*dm));
-	if (!dm) {
-		ret = -ENOMEM;
-		goto err_unmap;
-	}
-	memset(dm, 0, sizeof(*dm));
 	dm->ctx = ctx;
-	dm->base = base;
 	dm->length = attr->length;
-	dm->map_len = map_len;
 	dm->charged = charged;
 	dm->fork_child = inherited;
 	dm->ibdm.context = &ctx->vctx.context;
 	pthread_mutex_lock(&dm_lock);
 	dm->ibdm.handle = dm_next_handle++;
-	if (!dm_next_handle)
+	if (dm_next_handle >= SRDMA_DM_LOCAL_HANDLE)
 		dm_next_handle = 1;
 	pthread_mutex_unlock(&dm_lock);
+	if (ctx->import)	/* never mistaken for one of the source's */
+		dm->ibdm.handle |= SRDMA_DM_LOCAL_HANDLE;
+	if (inherited) {
+		base = SRDMA_FAULT(DM_ALLOC) ? MAP_FAILED
+			: mmap(NULL, map_len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (base == MAP_FAILED) {
+			ret = -ENOMEM;
+			goto err_spare;
+		}
+		dm->map = dm->base = base;
+		dm->map_len = map_len;
+		dm->sh = &dm->local_sh;
+	} else {
+		snprintf(dm->name, sizeof(dm->name), "dm.%u.%d.%u",
+			 ctx->host.lid, (int)ctx->host.seg->owner_pid,
+			 dm->ibdm.handle);
+		ret = dm_file_new(ctx, dm, map_len);
+		if (ret)
+			goto err_spare;
+	}
 	ret = srdma_handle_add(dm, SRDMA_OBJ_DM);
 	if (ret)
-		goto err_spare;
+		goto err_unmap;
 	atomic_fetch_add(&ctx->n_dm, 1);
 	*out = dm;
 	return 0;
 
-err_spare:
-	pthread_mutex_lock(&dm_lock);
-	dm->next_free = dm_spare;
-	dm_spare = dm;
-	pthread_mutex_unlock(&dm_lock);
 err_unmap:
-	munmap(base, map_len);
+	munmap(dm->map, dm->map_len);
+	if (dm->name[0])
+		unlinkat(ctx->host.dirfd, dm->name, 0);
+err_spare:
+	dm_put_struct(dm);
 err_uncharge:
 	atomic_fetch_sub(&ctx->dm_used, charged);
 	return ret;
@@ -164,9 +283,50 @@ static struct srdma_dm *dm_lookup(struct ibv_dm *ibdm)
 	return container_of(ibdm, struct srdma_dm, ibdm);
 }
 
+/* Take one use of @dm for an MR: false once it is destroyed. */
+static bool dm_use_get(struct srdma_dm *dm)
+{
+	uint32_t u = atomic_load(&dm->sh->use);
+
+	do {
+		if (u & SRDMA_DM_FREED || u + 1 >= SRDMA_DM_FREED)
+			return false;
+	} while (!atomic_compare_exchange_weak(&dm->sh->use, &u, u + 1));
+	return true;
+}
+
+static void dm_use_put(struct srdma_dm *dm)
+{
+	uint32_t u = atomic_load(&dm->sh->use);
+
+	do {
+		if (!(u & ~SRDMA_DM_FREED))
+			return;		/* another process broke the count */
+	} while (!atomic_compare_exchange_weak(&dm->sh->use, &u, u - 1));
+}
+
+static bool dm_destroyed(const struct srdma_dm *dm)
+{
+	return atomic_load(&dm->sh->use) & SRDMA_DM_FREED;
+}
+
+/* Forget @dm (deleted from the handle table already): unmap, uncharge. */
+static void dm_release(struct srdma_dm *dm)
+{
+	munmap(dm->map, dm->map_len);
+	atomic_fetch_sub(&dm->ctx->dm_used, dm->charged);
+	atomic_fetch_sub(&dm->ctx->n_dm, 1);
+	/* ibdm keeps its context and copy functions (see the header). */
+	dm->base = NULL;
+	dm->map = NULL;
+	dm->length = 0;
+	dm_put_struct(dm);
+}
+
 int srdma_dm_free(struct ibv_dm *ibdm)
 {
 	struct srdma_dm *dm = dm_lookup(ibdm);
+	uint32_t u;
 
 	if (!dm) {
 		/* A fork child freeing its parent's DM: forget it. The
@@ -180,19 +340,39 @@ int srdma_dm_free(struct ibv_dm *ibdm)
 			  ibdm->handle, atomic_load(&dm->n_mr));
 		return -EBUSY;
 	}
+	/* Destroy it for everybody, unless MRs of another process use it
+	 * or another process destroyed it already. */
+	u = atomic_load(&dm->sh->use);
+	while (!(u & SRDMA_DM_FREED)) {
+		if (u && !dm->imported && !dm->fork_child &&
+		    !srdma_import_has_importers(dm->ctx)) {
+			/* Nobody imports our context any more: these are
+			 * the MRs of importers that died. */
+			srdma_info("free_dm %u: %u MR(s) of dead importers dropped",
+				   ibdm->handle, u);
+			if (!atomic_compare_exchange_strong(&dm->sh->use, &u,
+							    0))
+				continue;
+			u = 0;
+		}
+		if (u) {
+			srdma_dbg("free_dm %u: %u MR(s) of other processes still registered",
+				  ibdm->handle, u);
+			return -EBUSY;
+		}
+		if (atomic_compare_exchange_weak(&dm->sh->use, &u,
+						 SRDMA_DM_FREED)) {
+			if (dm->name[0])
+				unlinkat(dm->ctx->host.dirfd, dm->name, 0);
+			break;
+		}
+	}
 	/* A concurrent free may have won between the check and here. */
 	if (!srdma_handle_del(dm, SRDMA_OBJ_DM))
 		return -EINVAL;
-	munmap(dm->base, dm->map_len);
-	atomic_fetch_sub(&dm->ctx->dm_used, dm->charged);
-	atomic_fetch_sub(&dm->ctx->n_dm, 1);
-	/* ibdm keeps its context and copy functions (see the header). */
-	dm->base = NULL;
-	dm->length = 0;
-	pthread_mutex_lock(&dm_lock);
-	dm->next_free = dm_spare;
-	dm_spare = dm;
-	pthread_mutex_unlock(&dm_lock);
+	if (!dm->imported && dm->name[0])
+		unlinkat(dm->ctx->host.dirfd, dm->name, 0);
+	dm_release(dm);
 	return 0;
 }
 
@@ -201,8 +381,16 @@ int srdma_dm_copy(struct ibv_dm *ibdm, bool to_dm, uint64_t offset,
 {
 	struct srdma_dm *dm = dm_lookup(ibdm);
 
+	struct iovec h = { host, length }, d;
+
 	if (!dm)
 		return -EINVAL;
+	if (dm_destroyed(dm) ||
+	    (dm->imported && !srdma_import_live(dm->ctx, false))) {
+		srdma_dbg("memcpy %s DM %u: destroyed by another process, or its owner is gone",
+			  to_dm ? "to" : "from", ibdm->handle);
+		return -EINVAL;
+	}
 	if (offset > dm->length || length > dm->length - offset)
 		return -EFAULT;
 	if ((offset | length) & (SRDMA_DM_COPY_ALIGN - 1))
@@ -211,10 +399,13 @@ int srdma_dm_copy(struct ibv_dm *ibdm, bool to_dm, uint64_t offset,
 		return 0;
 	if (!host)
 		return -EFAULT;
-	if (to_dm)
-		memcpy(dm->base + offset, host, length);
-	else
-		memcpy(host, dm->base + offset, length);
+	d.iov_base = dm->base + offset;
+	d.iov_len = length;
+	if (srdma_self_vm_rw(&h, 1, &d, 1, to_dm) != (ssize_t)length) {
+		srdma_dbg("memcpy %s DM %u: memory not accessible",
+			  to_dm ? "to" : "from", ibdm->handle);
+		return -EFAULT;
+	}
 	return 0;
 }
 
@@ -235,6 +426,10 @@ int srdma_dm_reg_mr(struct ibv_pd *ibpd, struct ibv_dm *ibdm, uint64_t offset,
 	}
 	if (offset > dm->length || length > dm->length - offset)
 		return -EINVAL;
+	if (!dm_use_get(dm)) {
+		srdma_dbg("reg_dm_mr: DM %u was destroyed", ibdm->handle);
+		return -EINVAL;
+	}
 	memset(&a, 0, sizeof(a));
 	a.addr = dm->base + offset;
 	a.length = length;
@@ -245,13 +440,16 @@ int srdma_dm_reg_mr(struct ibv_pd *ibpd, struct ibv_dm *ibdm, uint64_t offset,
 	/* Counted first, so a racing free_dm sees the MR coming. */
 	atomic_fetch_add(&dm->n_mr, 1);
 	ret = srdma_mr_reg(ibpd, &a, out);
-	if (ret)
+	if (ret) {
 		atomic_fetch_sub(&dm->n_mr, 1);
+		dm_use_put(dm);
+	}
 	return ret;
 }
 
 void srdma_dm_mr_put(struct srdma_dm *dm)
 {
+	dm_use_put(dm);
 	atomic_fetch_sub(&dm->n_mr, 1);
 }
 
@@ -265,7 +463,9 @@ static bool dm_match(const void *p, void *arg)
 	const struct srdma_dm *dm = p;
 	const struct dm_match *m = arg;
 
-	return dm->ctx == m->ctx && dm->ibdm.handle == m->handle;
+	/* Each import of another process's DM is an object of its own. */
+	return dm->ctx == m->ctx && dm->ibdm.handle == m->handle &&
+	       !dm->imported;
 }
 
 struct srdma_dm *srdma_dm_find(struct srdma_context *ctx, uint32_t handle)
@@ -273,4 +473,108 @@ struct srdma_dm *srdma_dm_find(struct srdma_context *ctx, uint32_t handle)
 	struct dm_match m = { .ctx = ctx, .handle = handle };
 
 	return srdma_handle_find(SRDMA_OBJ_DM, dm_match, &m);
+}
+
+/* ---- import ------------------------------------------------------------- */
+
+/* Does the header @sh (read from the file, @size bytes) describe DM
+ * @handle of the source @imp, live? */
+static bool dm_hdr_ok(const struct srdma_shm_dm *sh, uint64_t size,
+		      const struct srdma_import *imp, uint32_t handle)
+{
+	return sh->magic == SRDMA_DM_MAGIC &&
+	       sh->version == SRDMA_DM_VERSION &&
+	       sh->hdr_size == sizeof(*sh) && sh->owner_pid == imp->pid &&
+	       sh->owner_start == imp->start && sh->lid == imp->lid &&
+	       sh->handle == handle && sh->length &&
+	       sh->length <= SRDMA_MAX_DM_SIZE &&
+	       sh->data_off == dm_data_off() &&
+	       sh->data_len >= sh->length &&
+	       sh->data_len <= SRDMA_MAX_DM_SIZE &&
+	       !(sh->data_len & (srdma_page_size - 1)) &&
+	       sh->data_off + sh->data_len <= size &&
+	       !(atomic_load(&sh->use) & SRDMA_DM_FREED);
+}
+
+int srdma_dm_import(struct srdma_context *ctx, uint32_t handle,
+		    struct srdma_dm **out)
+{
+	const struct srdma_import *imp = ctx->import;
+	struct srdma_shm_dm hdr;
+	struct srdma_dm *dm;
+	struct stat st;
+	size_t total;
+	void *map;
+	int fd, ret;
+
+	if (!imp || !handle || handle >= SRDMA_DM_LOCAL_HANDLE ||
+	    !srdma_import_live(ctx, true))
+		return -EINVAL;
+	dm = dm_get_struct();
+	if (!dm)
+		return -ENOMEM;
+	snprintf(dm->name, sizeof(dm->name), "dm.%u.%d.%u", imp->lid,
+		 (int)imp->pid, handle);
+	fd = openat(ctx->host.dirfd, dm->name,
+		    O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() ||
+	    pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    !dm_hdr_ok(&hdr, (uint64_t)st.st_size, imp, handle)) {
+		srdma_dbg("import_dm: pid %d has no live DM %u", imp->pid,
+			  handle);
+		ret = -EINVAL;
+		goto err;
+	}
+	total = hdr.data_off + hdr.data_len;
+	map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	close(fd);
+	fd = -1;
+	dm->ctx = ctx;
+	dm->imported = true;
+	dm->sh = map;
+	dm->map = map;
+	dm->map_len = total;
+	dm->base = (uint8_t *)map + hdr.data_off;
+	dm->length = hdr.length;	/* ours: the mapping is sized by it */
+	dm->ibdm.context = &ctx->vctx.context;
+	dm->ibdm.handle = handle;
+	ret = srdma_handle_add(dm, SRDMA_OBJ_DM);
+	if (ret) {
+		munmap(map, total);
+		goto err;
+	}
+	atomic_fetch_add(&ctx->n_dm, 1);
+	srdma_dbg("import_dm: DM %u of pid %d, %" PRIu64 " bytes", handle,
+		  imp->pid, dm->length);
+	*out = dm;
+	return 0;
+err:
+	if (fd >= 0)
+		close(fd);
+	dm_put_struct(dm);
+	return ret;
+}
+
+int srdma_dm_unimport(struct ibv_dm *ibdm)
+{
+	struct srdma_dm *dm = dm_lookup(ibdm);
+
+	if (!dm)
+		return -EINVAL;
+	if (!dm->imported)
+		return 0;	/* an alias of our own DM: nothing to undo */
+	if (atomic_load(&dm->n_mr)) {
+		srdma_dbg("unimport_dm %u: %u MR(s) of ours over it",
+			  ibdm->handle, atomic_load(&dm->n_mr));
+		return -EBUSY;
+	}
+	if (!srdma_handle_del(dm, SRDMA_OBJ_DM))
+		return -EINVAL;
+	dm_release(dm);
+	return 0;
 }

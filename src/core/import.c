@@ -16,19 +16,25 @@
  *
  * Nothing here writes the owner's state except an importer's
  * ibv_dereg_mr, which invalidates the key (the seqlock writers of the key
- * table exclude each other, as SEND_WITH_INV's do). The owner's library
+ * table exclude each other, as SEND_WITH_INV's do), and the PD's shared
+ * use word in the owner's resource table: every object of any process on
+ * the PD counts there (core/pd.c, srdma_pd_hold), and an importer's
+ * ibv_dealloc_pd destroys the PD for everybody by a compare-and-swap of
+ * that word from 0 to DEAD. Device memory is shared as a file both map
+ * (core/dm.c). The owner's library
  * never learns of its importers: it may destroy what they imported at any
  * time, after which their imports name dead objects and every access
  * through them fails the key check. The owner's death is the peer
  * machinery's business (srdma_peer_gone: registry, pidfd); accesses ask it
  * before addressing the owner's pid.
  *
- * Not here: receive buffers and rkeys of imported MRs at a QP of the
- * importer (peers check those in the importer's own key table), and
- * imported keys on QPs that the net transport serves. Design and limits:
- * docs/design/import.md.
+ * The net requester, which gathers and scatters per packet, copies each
+ * imported SGE piece straight between its packet buffer and the owner
+ * (srdma_import_copy: the same key check and mark, one call per piece).
+ * Design and limits: docs/design/import.md.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,10 +149,51 @@ static struct srdma_peer *source(struct srdma_context *ctx, bool strict)
 	return imp->peer;
 }
 
+bool srdma_import_live(struct srdma_context *ctx, bool strict)
+{
+	return source(ctx, strict) != NULL;
+}
+
+bool srdma_import_has_importers(struct srdma_context *ctx)
+{
+	struct srdma_registry *r = &ctx->host.reg;
+	struct srdma_seg_hdr hdr;
+	unsigned int i;
+	bool hit;
+	int fd;
+
+	for (i = 0; i < SRDMA_REG_ENTRIES; i++) {
+		struct srdma_reg_entry *e = &r->ent[i];
+
+		if ((int)i == ctx->host.reg_index ||
+		    atomic_load_explicit(&e->state, memory_order_acquire) !=
+			    SRDMA_REG_LIVE ||
+		    !srdma_reg_entry_name_ok(e, i) ||
+		    !srdma_proc_alive(e->pid, e->start_time))
+			continue;
+		/* Its header names the context it imports; read, not
+		 * mapped: nothing of it is kept. */
+		fd = openat(ctx->host.dirfd, e->seg_name,
+			    O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		hit = pread(fd, &hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
+		      hdr.magic == SRDMA_SEG_MAGIC &&
+		      hdr.import_lid == ctx->host.lid &&
+		      hdr.import_pid == ctx->host.pid;
+		close(fd);
+		if (hit)
+			return true;
+	}
+	return false;
+}
+
 /* ---- PD ------------------------------------------------------------------ */
 
-/* Is PD @handle listed in the owner's resource table? */
-static bool source_has_pd(struct srdma_peer *p, uint32_t handle)
+/* PD @handle's slot in the owner's resource table, if it is listed and
+ * not destroyed; else NULL. */
+static struct srdma_shm_rt_pd *source_pd(struct srdma_peer *p,
+					 uint32_t handle)
 {
 	struct srdma_shm_rt *rt = srdma_seg_rt(p->seg);
 	uint32_t i;
@@ -154,28 +201,34 @@ static bool source_has_pd(struct srdma_peer *p, uint32_t handle)
 	for (i = 0; i < SRDMA_RT_PD_SLOTS; i++)
 		if (atomic_load_explicit(&rt->pd[i].handle,
 					 memory_order_acquire) == handle)
-			return true;
-	return false;
+			return atomic_load(&rt->pd[i].use) & SRDMA_RT_PD_DEAD ?
+				       NULL :
+				       &rt->pd[i];
+	return NULL;
 }
 
 int srdma_import_pd(struct srdma_context *ctx, uint32_t handle,
 		    struct srdma_pd **out)
 {
 	struct srdma_peer *p = source(ctx, true);
+	struct srdma_shm_rt_pd *slot = NULL;
 	struct srdma_pd *pd;
 	int ret;
 
 	if (!p)
 		return -EINVAL;
-	if (!handle || handle >= IMPORT_LOCAL_PD_BASE ||
-	    !source_has_pd(p, handle)) {
-		srdma_dbg("import_pd: pid %d has no PD %u", p->pid, handle);
+	if (handle && handle < IMPORT_LOCAL_PD_BASE)
+		slot = source_pd(p, handle);
+	if (!slot) {
+		srdma_dbg("import_pd: pid %d has no live PD %u", p->pid,
+			  handle);
 		return -EINVAL;
 	}
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return -ENOMEM;
 	pd->ctx = ctx;
+	pd->rt_use = &slot->use;	/* the source's: mapped while we are */
 	pd->ibpd.context = &ctx->vctx.context;
 	pd->ibpd.handle = handle;
 	pd->imported = true;
@@ -189,6 +242,69 @@ int srdma_import_pd(struct srdma_context *ctx, uint32_t handle,
 	ctx->n_pd++;
 	pthread_mutex_unlock(&ctx->lock);
 	*out = pd;
+	return 0;
+}
+
+/*
+ * Destroy the source's PD of our import @pd for everybody: its use word
+ * from 0 (no object of any process on it) to DEAD. Its slot must still
+ * hold our handle: the owner may have deallocated the PD (slot cleared)
+ * and even listed another PD in the slot since; a destroy that lands on
+ * another PD's word is undone at once. Return: 0 (destroyed now, or gone
+ * already), -EBUSY (objects use it).
+ */
+static int source_pd_destroy(struct srdma_pd *pd)
+{
+	struct srdma_shm_rt_pd *slot =
+		container_of(pd->rt_use, struct srdma_shm_rt_pd, use);
+	uint32_t handle = pd->ibpd.handle, zero_dead = SRDMA_RT_PD_DEAD;
+	struct srdma_peer *p = source(pd->ctx, true);
+
+	if (!p || atomic_load(&slot->handle) != handle)
+		return 0;		/* nothing left to destroy */
+	if (atomic_load(pd->rt_use) & SRDMA_RT_PD_DEAD)
+		return 0;
+	if (!srdma_pd_destroy_shared(pd->rt_use)) {
+		srdma_dbg("dealloc_pd %u: objects of pid %d or of its importers use it",
+			  handle, p->pid);
+		return -EBUSY;
+	}
+	if (atomic_load(&slot->handle) != handle)	/* not ours: undo */
+		atomic_compare_exchange_strong(pd->rt_use, &zero_dead, 0);
+	else
+		srdma_dbg("pd %u of pid %d destroyed by its importer", handle,
+			  p->pid);
+	return 0;
+}
+
+int srdma_import_pd_drop(struct srdma_pd *pd, bool destroy)
+{
+	struct srdma_context *ctx = pd->ctx;
+	int ret;
+
+	if (!pd->imported)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (atomic_load(&pd->usecnt)) {
+		pthread_mutex_unlock(&ctx->lock);
+		srdma_dbg("pd %u: still used by %u object(s) of ours",
+			  pd->ibpd.handle, atomic_load(&pd->usecnt));
+		return -EBUSY;
+	}
+	if (destroy) {
+		ret = source_pd_destroy(pd);
+		if (ret) {
+			pthread_mutex_unlock(&ctx->lock);
+			return ret;
+		}
+	}
+	if (!srdma_handle_del(pd, SRDMA_OBJ_PD)) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EINVAL;
+	}
+	ctx->n_pd--;
+	pthread_mutex_unlock(&ctx->lock);
+	free(pd);
 	return 0;
 }
 
@@ -304,11 +420,10 @@ static int source_copy(struct srdma_peer *p, void *local, uint64_t addr,
 		       uint64_t len, bool to_source)
 {
 	struct iovec l = { local, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t got;
 
-	got = to_source ? process_vm_writev(p->pid, &l, 1, &r, 1, 0) :
-			  process_vm_readv(p->pid, &l, 1, &r, 1, 0);
-	return got == (ssize_t)len ? 0 : -EFAULT;
+	return srdma_peer_vm_rw(p, &l, 1, &r, 1, to_source) == (ssize_t)len ?
+		       0 :
+		       -EFAULT;
 }
 
 static int io_new(struct srdma_context *ctx, struct srdma_peer *p,
@@ -383,6 +498,61 @@ int srdma_import_acquire(struct srdma_context *ctx,
 	*local = io->buf + io->used;
 	io->used += s->length;
 	return SRDMA_KCHK_OK;
+}
+
+int srdma_import_check(struct srdma_context *ctx, uint32_t pd,
+		       const struct ibv_sge *s, uint32_t access)
+{
+	struct srdma_peer *p = source(ctx, false);
+	struct srdma_key_snap snap;
+	uint32_t slot;
+
+	if (!p)
+		return SRDMA_KCHK_NOKEY;
+	return srdma_key_check(&p->kv, s->lkey, KIND_MR, pd, access, s->addr,
+			       s->length, &snap, &slot);
+}
+
+int srdma_import_copy(struct srdma_context *ctx, uint32_t pd, uint32_t lkey,
+		      uint64_t addr, const struct iovec *liov, uint32_t nl,
+		      uint64_t len, bool to_source, int *kchk)
+{
+	struct srdma_peer *p = source(ctx, false);
+	struct srdma_key_ref ref;
+	struct iovec riov;
+	uint64_t tag;
+	ssize_t got;
+	int idx;
+
+	*kchk = SRDMA_KCHK_NOKEY;
+	if (!p)
+		return -EACCES;
+	idx = rec_reserve(ctx);
+	if (idx < 0) {
+		srdma_dbg("imported lkey %#x: no access record free", lkey);
+		return -EACCES;
+	}
+	tag = SRDMA_ACC_VALID | (uint64_t)p->reg_index << 32;
+	*kchk = srdma_key_acquire(&p->kv, lkey, KIND_MR, pd,
+				  to_source ? IBV_ACCESS_LOCAL_WRITE : 0, addr,
+				  len, srdma_seg_access(ctx->host.seg,
+							(unsigned int)idx),
+				  tag, p->pid, p->start, &ref);
+	if (*kchk) {
+		srdma_host_acc_release(&ctx->host, idx);
+		return -EACCES;
+	}
+	riov.iov_base = (void *)(uintptr_t)ref.host_addr;
+	riov.iov_len = len;
+	got = srdma_peer_vm_rw(p, liov, nl, &riov, 1, to_source);
+	srdma_key_release(&ref);
+	srdma_host_acc_release(&ctx->host, idx);
+	if (got != (ssize_t)len) {
+		srdma_dbg("imported lkey %#x: the bytes of pid %d cannot be %s",
+			  lkey, p->pid, to_source ? "written" : "read");
+		return -EFAULT;
+	}
+	return 0;
 }
 
 int srdma_import_commit(struct srdma_import_io *io)

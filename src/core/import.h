@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "core/key_table.h"
 #include "transport/host/shm_layout.h"
@@ -65,6 +66,22 @@ int srdma_import_ctx_open(struct srdma_device *dev, int cmd_fd,
 void srdma_import_ctx_fini(struct srdma_context *ctx);
 
 /**
+ * srdma_import_live() - is @ctx an imported context whose source's owner
+ * still lives? @strict asks the kernel now (control paths), else at the
+ * peer machinery's rate (data paths). Context: any thread.
+ */
+bool srdma_import_live(struct srdma_context *ctx, bool strict);
+
+/**
+ * srdma_import_has_importers() - does a live context of another process
+ * import @ctx (its segment header names @ctx as import_lid/import_pid)?
+ * A registry scan that reads the header of each live context: for rare
+ * paths only (a PD's shared uses that may be a dead importer's).
+ * Context: any thread, no lock held.
+ */
+bool srdma_import_has_importers(struct srdma_context *ctx);
+
+/**
  * srdma_import_pd() - ibv_import_pd of the source's PD @handle into the
  * imported context @ctx: a new local PD object with that number (each
  * import is its own object, released with ibv_unimport_pd or
@@ -74,6 +91,18 @@ void srdma_import_ctx_fini(struct srdma_context *ctx);
  */
 int srdma_import_pd(struct srdma_context *ctx, uint32_t handle,
 		    struct srdma_pd **out);
+
+/**
+ * srdma_import_pd_drop() - release an imported PD: ibv_unimport_pd
+ * forgets it; with @destroy (ibv_dealloc_pd, which ibv_import_pd(3) makes
+ * a destroy) the source's PD is destroyed for every process first, if no
+ * object of any process uses it (its shared use word, from 0 to DEAD):
+ * later imports of it are EINVAL, and so are its owner's and every
+ * importer's uses of it (srdma_pd_lookup).
+ * Return: 0, -EBUSY (objects of ours, or of the owner or another
+ * importer, use it: nothing changed), -EINVAL (not an imported PD).
+ */
+int srdma_import_pd_drop(struct srdma_pd *pd, bool destroy);
 
 /**
  * srdma_import_mr() - ibv_import_mr of the source's MR @handle (its key
@@ -136,6 +165,34 @@ int srdma_import_acquire(struct srdma_context *ctx,
 			 struct srdma_import_io **io, uint64_t total,
 			 uint32_t nsge, uint32_t pd, const struct ibv_sge *s,
 			 uint32_t access, void **local);
+
+/**
+ * srdma_import_check() - the one key check of SGE @s (its lkey, addr,
+ * length) in the source's key table of the imported context @ctx, for a
+ * QP of PD number @pd, without marking anything (a check before a WR's
+ * first packet; each copy checks again).
+ * Context: any thread. Return: SRDMA_KCHK_OK or the failing check
+ * (SRDMA_KCHK_NOKEY also when @ctx is not imported or its source is gone).
+ */
+int srdma_import_check(struct srdma_context *ctx, uint32_t pd,
+		       const struct ibv_sge *s, uint32_t access);
+
+/**
+ * srdma_import_copy() - move @len bytes between our buffers @liov (@nl
+ * entries, @len bytes in all) and [@addr, @addr + @len) of the source's MR
+ * @lkey: into the source (@to_source: a scatter, LOCAL_WRITE checked) or
+ * out of it (a gather). The key is checked and marked in flight under one
+ * of our access records for the copy, as srdma_import_acquire() does, and
+ * the copy never addresses a pid that is no longer the owner's
+ * (srdma_peer_vm_rw). For requesters that copy per packet (net), which
+ * need no bounce buffer of their own: @liov is theirs.
+ * Context: any thread. Return: 0; -EACCES with *@kchk the failing check
+ * (SRDMA_KCHK_NOKEY also: not imported, source gone, no access record);
+ * -EFAULT (the bytes could not be moved; *@kchk is SRDMA_KCHK_OK).
+ */
+int srdma_import_copy(struct srdma_context *ctx, uint32_t pd, uint32_t lkey,
+		      uint64_t addr, const struct iovec *liov, uint32_t nl,
+		      uint64_t len, bool to_source, int *kchk);
 
 /**
  * srdma_import_commit() - write every scatter span back to the source.

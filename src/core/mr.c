@@ -421,7 +421,7 @@ int srdma_mr_reg(struct ibv_pd *ibpd, const struct srdma_mr_args *a,
 	if (ret)
 		goto err_free_slot;
 	mr_publish_entry(mr, SRDMA_KEY_VALID);
-	atomic_fetch_add(&pd->usecnt, 1);
+	srdma_pd_hold(pd);
 	if (a->relaxed)
 		ctx->n_relaxed++;
 	else
@@ -470,7 +470,7 @@ void srdma_mr_invalidate_locked(struct srdma_context *ctx,
 			ctx->n_relaxed--;
 		else
 			ctx->n_mr--;
-		atomic_fetch_sub(&mr->pd->usecnt, 1);
+		srdma_pd_unhold(mr->pd);
 		atomic_fetch_add_explicit(&ctx->host.seg->n_dereg, 1,
 					  memory_order_relaxed);
 		atomic_fetch_sub_explicit(&ctx->host.seg->n_live_mr, 1,
@@ -617,8 +617,8 @@ int srdma_mr_rereg(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	/* Apply: cannot fail. One seqlock section, so an access sees the
 	 * old attributes or the new ones, never a mix. */
 	if (npd && npd != mr->pd) {
-		atomic_fetch_add(&npd->usecnt, 1);
-		atomic_fetch_sub(&mr->pd->usecnt, 1);
+		srdma_pd_hold(npd);
+		srdma_pd_unhold(mr->pd);
 		mr->pd = npd;
 		mr->ibmr.pd = &npd->ibpd;
 	}

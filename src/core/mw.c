@@ -90,7 +90,7 @@ int srdma_mw_alloc(struct ibv_pd *ibpd, enum ibv_mw_type type,
 	SRDMA_KEY_PUT(e, req_length, 0);
 	atomic_store_explicit(&e->key, key, memory_order_relaxed);
 	srdma_key_write_end(e);
-	atomic_fetch_add(&pd->usecnt, 1);
+	srdma_pd_hold(pd);
 	ctx->n_mw++;
 	atomic_fetch_add_explicit(&ctx->host.seg->n_live_mw, 1,
 				  memory_order_relaxed);
@@ -128,7 +128,7 @@ int srdma_mw_dealloc(struct ibv_mw *ibmw)
 	pthread_mutex_lock(&ctx->lock);
 	srdma_kt_release(&ctx->kt, mw->slot);
 	ctx->n_mw--;
-	atomic_fetch_sub(&mw->pd->usecnt, 1);
+	srdma_pd_unhold(mw->pd);
 	atomic_fetch_sub_explicit(&ctx->host.seg->n_live_mw, 1,
 				  memory_order_relaxed);
 	pthread_mutex_unlock(&ctx->lock);

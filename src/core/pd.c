@@ -34,15 +34,75 @@
 #include <infiniband/srdma_parent_domain.h>
 
 #include "core/core.h"
+#include "core/import.h"
 #include "core/restrack.h"
 #include "util/fault.h"
 #include "util/log.h"
 
-struct srdma_pd *srdma_pd_lookup(struct ibv_pd *ibpd)
+struct srdma_pd *srdma_pd_lookup_any(struct ibv_pd *ibpd)
 {
 	if (!srdma_handle_check(ibpd, SRDMA_OBJ_PD))
 		return NULL;
 	return container_of(ibpd, struct srdma_pd, ibpd);
+}
+
+struct srdma_pd *srdma_pd_lookup(struct ibv_pd *ibpd)
+{
+	struct srdma_pd *pd = srdma_pd_lookup_any(ibpd);
+	_Atomic uint32_t *use;
+
+	if (!pd)
+		return NULL;
+	use = pd->prot ? pd->prot->rt_use : pd->rt_use;
+	if (use && (atomic_load(use) & SRDMA_RT_PD_DEAD)) {
+		srdma_dbg("pd %u: destroyed by another process", ibpd->handle);
+		return NULL;
+	}
+	return pd;
+}
+
+void srdma_pd_hold(struct srdma_pd *pd)
+{
+	uint32_t u;
+
+	atomic_fetch_add(&pd->usecnt, 1);
+	if (!pd->rt_use)
+		return;
+	u = atomic_load(pd->rt_use);
+	do {
+		if ((u & ~SRDMA_RT_PD_DEAD) == ~SRDMA_RT_PD_DEAD)
+			return;		/* saturated */
+	} while (!atomic_compare_exchange_weak(pd->rt_use, &u, u + 1));
+}
+
+void srdma_pd_unhold(struct srdma_pd *pd)
+{
+	uint32_t u;
+
+	if (pd->rt_use) {
+		u = atomic_load(pd->rt_use);
+		do {
+			if (!(u & ~SRDMA_RT_PD_DEAD))
+				break;	/* another process broke it */
+		} while (!atomic_compare_exchange_weak(pd->rt_use, &u, u - 1));
+	}
+	atomic_fetch_sub(&pd->usecnt, 1);
+}
+
+bool srdma_pd_destroy_shared(_Atomic uint32_t *use)
+{
+	uint32_t u;
+
+	if (!use)
+		return true;
+	u = atomic_load(use);
+	do {
+		if (u & SRDMA_RT_PD_DEAD)
+			return true;
+		if (u)
+			return false;
+	} while (!atomic_compare_exchange_weak(use, &u, SRDMA_RT_PD_DEAD));
+	return true;
 }
 
 int srdma_pd_alloc(struct srdma_context *ctx, struct srdma_pd **out)
@@ -70,7 +130,8 @@ int srdma_pd_alloc(struct srdma_context *ctx, struct srdma_pd **out)
 	if (ret)
 		goto err_unlock;
 	ctx->n_pd++;
-	srdma_rt_pd_add(ctx, pd->ibpd.handle);	/* srdma status */
+	/* srdma status, and importers (core/import.c) */
+	pd->rt_use = srdma_rt_pd_add(ctx, pd->ibpd.handle);
 	pthread_mutex_unlock(&ctx->lock);
 	*out = pd;
 	return 0;
@@ -96,7 +157,7 @@ static int parent_dealloc(struct srdma_pd *pd)
 		return -EBUSY;
 	}
 	srdma_handle_del(pd, SRDMA_OBJ_PD);
-	atomic_fetch_sub(&pd->prot->usecnt, 1);
+	srdma_pd_unhold(pd->prot);
 	if (pd->td)
 		atomic_fetch_sub(&pd->td->usecnt, 1);
 	ctx->n_pd--;
@@ -112,6 +173,8 @@ int srdma_pd_dealloc(struct srdma_pd *pd)
 
 	if (pd->prot)
 		return parent_dealloc(pd);
+	if (pd->imported)	/* another process's PD: destroy it there */
+		return srdma_import_pd_drop(pd, true);
 	pthread_mutex_lock(&ctx->lock);
 	if (pd->n_pending)
 		srdma_relaxed_flush_locked(ctx, pd, false);
@@ -121,10 +184,30 @@ int srdma_pd_dealloc(struct srdma_pd *pd)
 			  atomic_load(&pd->usecnt));
 		return -EBUSY;
 	}
+	/* Objects of processes that imported it count too (the kernel's
+	 * usecnt of a shared PD); destroyed by one of them already: only
+	 * our description is left to free. */
+	if (!srdma_pd_destroy_shared(pd->rt_use)) {
+		pthread_mutex_unlock(&ctx->lock);
+		if (srdma_import_has_importers(ctx)) {
+			srdma_dbg("pd %u: still used by objects of another process",
+				  pd->ibpd.handle);
+			return -EBUSY;
+		}
+		/* Nobody imports us any more: the uses left are those of
+		 * importers that died with objects on the PD. */
+		pthread_mutex_lock(&ctx->lock);
+		if (atomic_load(&pd->usecnt)) {
+			pthread_mutex_unlock(&ctx->lock);
+			return -EBUSY;
+		}
+		srdma_info("pd %u: %u use(s) of dead importers dropped",
+			   pd->ibpd.handle,
+			   atomic_load(pd->rt_use) & ~SRDMA_RT_PD_DEAD);
+		atomic_store(pd->rt_use, SRDMA_RT_PD_DEAD);
+	}
 	srdma_handle_del(pd, SRDMA_OBJ_PD);
-	/* An imported PD is the owner's: only this handle goes. */
-	if (!pd->imported)
-		srdma_rt_pd_del(ctx, pd->ibpd.handle);
+	srdma_rt_pd_del(ctx, pd->ibpd.handle);
 	ctx->n_pd--;
 	pthread_mutex_unlock(&ctx->lock);
 	free(pd);
@@ -202,7 +285,7 @@ int srdma_parent_domain_alloc(struct srdma_context *ctx,
 	ret = srdma_handle_add(pd, SRDMA_OBJ_PD);
 	if (ret)
 		goto err_unlock;
-	atomic_fetch_add(&prot->usecnt, 1);
+	srdma_pd_hold(prot);
 	if (td)
 		atomic_fetch_add(&td->usecnt, 1);
 	ctx->n_pd++;

@@ -536,7 +536,7 @@ static int qp_create(struct srdma_context *ctx, struct ibv_qp_init_attr_ex *a,
 	if (srq)
 		srq->n_qp++;
 	if (pd)
-		atomic_fetch_add(&pd->usecnt, 1);
+		srdma_pd_hold(pd);
 	if (xrcd)
 		atomic_fetch_add(&xrcd->usecnt, 1);
 	atomic_store_explicit(&sh->live, SRDMA_OBJ_LIVE, memory_order_release);
@@ -726,7 +726,7 @@ static void qp_free(struct srdma_qp *qp)
 	free(qp->bld_sge);
 	srdma_pd_obj_free(pd, qp, SRDMA_RES_TYPE_QP);
 	if (pd)
-		atomic_fetch_sub(&pd->usecnt, 1); /* last: the free used @pd */
+		srdma_pd_unhold(pd); /* last: the free used @pd */
 }
 
 /* ---- modify / query ----------------------------------------------------- */

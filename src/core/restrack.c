@@ -42,7 +42,7 @@ static struct srdma_shm_rt *rt_of(struct srdma_context *ctx)
 	return srdma_seg_rt(ctx->host.seg);
 }
 
-void srdma_rt_pd_add(struct srdma_context *ctx, uint32_t handle)
+_Atomic uint32_t *srdma_rt_pd_add(struct srdma_context *ctx, uint32_t handle)
 {
 	struct srdma_shm_rt *rt = rt_of(ctx);
 	uint32_t i;
@@ -51,11 +51,14 @@ void srdma_rt_pd_add(struct srdma_context *ctx, uint32_t handle)
 	for (i = 0; i < SRDMA_RT_PD_SLOTS; i++)
 		if (!atomic_load_explicit(&rt->pd[i].handle,
 					  memory_order_relaxed)) {
+			atomic_store_explicit(&rt->pd[i].use, 0,
+					      memory_order_relaxed);
 			atomic_store_explicit(&rt->pd[i].handle, handle,
 					      memory_order_release);
-			return;
+			return &rt->pd[i].use;
 		}
 	atomic_fetch_add_explicit(&rt->pd_unlisted, 1, memory_order_relaxed);
+	return NULL;
 }
 
 void srdma_rt_pd_del(struct srdma_context *ctx, uint32_t handle)

@@ -23,8 +23,10 @@ struct srdma_context;
  * srdma_rt_pd_add() - list PD @handle in the resource table (or count it
  * as unlisted when the table is full).
  * Context: the owner, ctx->lock held, after the PD is built.
+ * Return: the slot's use word (zeroed; the PD's shared use count, which
+ * importers change too), or NULL for an unlisted PD.
  */
-void srdma_rt_pd_add(struct srdma_context *ctx, uint32_t handle);
+_Atomic uint32_t *srdma_rt_pd_add(struct srdma_context *ctx, uint32_t handle);
 
 /**
  * srdma_rt_pd_del() - withdraw PD @handle, before it is freed.

@@ -103,7 +103,7 @@ static int srq_create(struct ibv_pd *ibpd, struct ibv_srq_init_attr *a,
 	ctx->srq_by_slot[slot] = srq;
 	ctx->next_srq = slot + 1;
 	ctx->n_srq++;
-	atomic_fetch_add(&pd->usecnt, 1);
+	srdma_pd_hold(pd);
 	if (xrcd) {
 		atomic_fetch_add(&xrcd->usecnt, 1);
 		cq->n_qp++;	/* the CQ may not go while we use it */
@@ -197,7 +197,7 @@ int srdma_srq_destroy(struct srdma_srq *srq)
 	pthread_mutex_destroy(&srq->ibsrq.mutex);
 	pthread_cond_destroy(&srq->ibsrq.cond);
 	srdma_pd_obj_free(pd, srq, SRDMA_RES_TYPE_SRQ);
-	atomic_fetch_sub(&pd->usecnt, 1);	/* last: the free used @pd */
+	srdma_pd_unhold(pd);	/* last: the free used @pd */
 	return 0;
 }
 
@@ -302,7 +302,7 @@ int srdma_ah_create(struct ibv_pd *ibpd, struct ibv_ah_attr *a,
 		free(ah);
 		return ret;
 	}
-	atomic_fetch_add(&pd->usecnt, 1);
+	srdma_pd_hold(pd);
 	*out = ah;
 	return 0;
 }
@@ -311,7 +311,7 @@ int srdma_ah_destroy(struct srdma_ah *ah)
 {
 	if (!srdma_handle_del(ah, SRDMA_OBJ_AH))
 		return -EINVAL;
-	atomic_fetch_sub(&ah->pd->usecnt, 1);
+	srdma_pd_unhold(ah->pd);
 	free(ah);
 	return 0;
 }

@@ -263,14 +263,15 @@ SRDMA_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 
 SRDMA_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 {
-	struct srdma_pd *spd = srdma_pd_lookup(pd);
+	struct srdma_pd *spd = srdma_pd_lookup_any(pd);
 	int ret;
 
 	/* Our own PD: an alias of the PD itself, nothing to undo. Another
-	 * process's: drop this import (not while objects of ours use it). */
+	 * process's: drop this import (not while objects of ours use it),
+	 * whether or not the PD was destroyed meanwhile. */
 	if (!spd || !spd->imported)
 		return;
-	ret = srdma_pd_dealloc(spd);
+	ret = srdma_import_pd_drop(spd, false);
 	if (ret)
 		srdma_warn("unimport_pd %u: %s", pd->handle, strerror(-ret));
 }
@@ -343,6 +344,18 @@ SRDMA_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (ctx->import && !(dm_handle & SRDMA_DM_LOCAL_HANDLE)) {
+		/* Another process's DM: a mapping of its memory. */
+		int ret = srdma_dm_import(ctx, dm_handle, &dm);
+
+		if (ret) {
+			errno = -ret;
+			return NULL;
+		}
+		dm->ibdm.memcpy_to_dm = dm_copy_to;
+		dm->ibdm.memcpy_from_dm = dm_copy_from;
+		return &dm->ibdm;
+	}
 	dm = srdma_dm_find(ctx, dm_handle);
 	if (!dm) {
 		errno = EINVAL;
@@ -353,5 +366,11 @@ SRDMA_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context,
 
 SRDMA_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
 {
-	/* An alias of the DM itself: nothing to undo. */
+	/* Another process's DM: forget our mapping, touch nothing of the
+	 * owner's. Our own: an alias of the DM itself, nothing to undo. */
+	int ret = srdma_dm_unimport(dm);
+
+	if (ret == -EBUSY)
+		srdma_warn("unimport_dm %u: MRs of ours still use it; kept",
+			   dm->handle);
 }

@@ -33,7 +33,8 @@ SRDMA_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 
 SRDMA_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
-	struct srdma_pd *pd = srdma_pd_lookup(ibpd);
+	/* Also a PD another process destroyed: we free our part. */
+	struct srdma_pd *pd = srdma_pd_lookup_any(ibpd);
 
 	if (!pd && srdma_handle_forget_inherited(ibpd, SRDMA_OBJ_PD))
 		return 0;	/* inherited across fork(): ours only */

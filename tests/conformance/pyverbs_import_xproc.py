@@ -10,7 +10,9 @@ process, the importer, which builds Context(cmd_fd=...), PD(handle=...) and
 MR(handle=...), checks the MR's keys, and moves bytes both ways through a
 QP on the imported PD: an RDMA WRITE from the owner's MR (lkey) into an MR
 of a context of its own, and an RDMA WRITE from that context into the
-owner's MR (rkey), which the owner then checks.
+owner's MR (rkey), which the owner then checks. The owner's device memory
+too: DM(context, handle=...) in the importer reads what the owner copied
+into it, and the owner reads what the importer copied.
 
 usage: pyverbs_import_xproc.py           (run with LD_LIBRARY_PATH=build/lib)
 Exit status 0: pass; 1: fail; 77: pyverbs missing (skip).
@@ -25,7 +27,7 @@ import time
 try:
     from pyverbs.addr import AHAttr
     from pyverbs.cq import CQ
-    from pyverbs.device import Context
+    from pyverbs.device import AllocDmAttr, Context, DM
     from pyverbs.mr import MR
     from pyverbs.pd import PD
     from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
@@ -114,6 +116,15 @@ def importer(sock):
     if sock.recv(1) != b'y':
         fail("the owner's memory after the WRITE")
 
+    idm = DM(ictx, handle=info['dm'])
+    if idm.copy_from_dm(0, LEN) != b'D' * LEN:
+        fail("the owner's DM read through the imported DM")
+    idm.copy_to_dm(0, b'd' * LEN, LEN)
+    sock.sendall(b'M')
+    if sock.recv(1) != b'y':
+        fail("the owner's DM after the importer's copy")
+    idm.unimport()
+
     for o in (qp, iqp, cq, icq):
         o.close()
     imr.unimport()
@@ -126,16 +137,20 @@ def owner():
     pd = PD(ctx)
     mr = MR(pd, LEN, ACCESS)
     mr.write(b'A' * LEN, LEN)
+    dm = DM(ctx, AllocDmAttr(length=LEN))
+    dm.copy_to_dm(0, b'D' * LEN, LEN)
     ours, theirs = socket.socketpair()
     child = subprocess.Popen([sys.executable, __file__, 'importer',
                               str(theirs.fileno())],
                              pass_fds=[theirs.fileno()])
     theirs.close()
     info = {'pd': pd.handle, 'mr': mr.handle, 'lkey': mr.lkey,
-            'rkey': mr.rkey, 'addr': mr.buf}
+            'rkey': mr.rkey, 'addr': mr.buf, 'dm': dm.handle}
     socket.send_fds(ours, [json.dumps(info).encode()], [ctx.cmd_fd])
     if ours.recv(1) == b'C':
         ours.sendall(b'y' if mr.read(LEN, 0) == b'w' * LEN else b'n')
+    if ours.recv(1) == b'M':
+        ours.sendall(b'y' if dm.copy_from_dm(0, LEN) == b'd' * LEN else b'n')
     rc = child.wait(timeout=60)
     if rc:
         fail(f'importer exited with {rc}')

@@ -12,10 +12,12 @@
  * context's MR, an RDMA READ into the owner's memory (the owner checks
  * it), a FETCH_ADD whose result lands there; and a third context's WRITE
  * with the owner's rkey and SEND into a receive buffer of the owner's MR,
- * both through the importer's QP. Over the wire (SRDMA_TRANSPORT=net,
- * net.func.test_import_xproc) the owner's lkeys are the net requester's
- * known limit: LOC_PROT_ERR. Error paths: a bad fd, a non-context fd, bad handles, another PD's
- * MR, handles of a destroyed PD and MR, unimport twice, the importer's
+ * both through the importer's QP; the owner's device memory imported,
+ * copied, registered and reached by RDMA, and its free on either side.
+ * Over the wire (SRDMA_TRANSPORT=net, net.func.test_import_xproc) the
+ * same WRs run through the net requester and responder, the owner's lkeys
+ * included. Error paths: a bad fd, a non-context fd, bad handles, another
+ * PD's MR, handles of a destroyed PD and MR, unimport twice, the importer's
  * dereg (a destroy, ibv_import_mr(3)), and the owner's death: imports
  * then fail with EINVAL and WRs through the owner's keys complete with
  * LOC_PROT_ERR, never touching whatever process has its pid next.
@@ -40,7 +42,11 @@ struct owner_info {
 	uint32_t mr3_lkey;
 	uint64_t addr, len;		/* of mr */
 	int32_t pid;
+	uint32_t dm, dm2;		/* DM handles (LEN bytes each) */
+	uint32_t dm_rkey;		/* of an MR over dm, in pd */
 };
+
+#define DM_ACCESS (IMP_ACCESS | IBV_ACCESS_ZERO_BASED)
 
 /* Send @n bytes at @p with @fd attached; 0 or -1. */
 static int send_fd(int sock, int fd, const void *p, size_t n)
@@ -92,9 +98,15 @@ static void owner(int sock)
 	struct ibv_context *ctx;
 	struct ibv_pd *pd, *pd2;
 	struct ibv_cq *cq;
-	struct ibv_mr *mr, *mr2, *mr3;
+	struct ibv_mr *mr, *mr2, *mr3, *dmr;
+	struct ibv_alloc_dm_attr da = { .length = LEN };
+	struct ibv_dm *dm, *dm2;
+	struct ibv_pd *pd3 = NULL;
+	struct ibv_mr *mr4 = NULL;
+	struct ibv_qp *qp3;
 	struct owner_info oi;
-	static char buf[LEN], buf2[LEN], buf3[LEN];
+	uint32_t h;
+	static char buf[LEN], buf2[LEN], buf3[LEN], dbuf[LEN];
 	char cmd, want;
 	size_t i;
 
@@ -117,6 +129,15 @@ static void owner(int sock)
 	oi.addr = (uintptr_t)mr->addr;
 	oi.len = mr->length;
 	oi.pid = getpid();
+	XCHK((dm = ibv_alloc_dm(ctx, &da)) != NULL);
+	XCHK((dm2 = ibv_alloc_dm(ctx, &da)) != NULL);
+	for (i = 0; i < LEN; i++)
+		dbuf[i] = (char)('a' + i % 19);
+	XCHK(!ibv_memcpy_to_dm(dm, 0, dbuf, LEN));
+	XCHK((dmr = ibv_reg_dm_mr(pd, dm, 0, LEN, DM_ACCESS)) != NULL);
+	oi.dm = dm->handle;
+	oi.dm2 = dm2->handle;
+	oi.dm_rkey = dmr->rkey;
 	XCHK(!send_fd(sock, ctx->cmd_fd, &oi, sizeof(oi)));
 	for (;;) {
 		cmd = xrecv_byte(sock);
@@ -133,9 +154,65 @@ static void owner(int sock)
 			XCHK(!ibv_dereg_mr(mr3));
 			XCHK(!xsend_byte(sock, 'k'));
 			break;
+		case 'D':	/* is dm all @want? */
+			want = xrecv_byte(sock);
+			XCHK(!ibv_memcpy_from_dm(dbuf, dm, 0, LEN));
+			for (i = 0; i < LEN && dbuf[i] == want; i++)
+				;
+			XCHK(!xsend_byte(sock, i == LEN ? 'y' : 'n'));
+			break;
+		case 'F':	/* drop the DM MR, free dm: its errno */
+			if (dmr)
+				XCHK(!ibv_dereg_mr(dmr));
+			dmr = NULL;
+			i = (size_t)ibv_free_dm(dm);
+			if (!i)
+				dm = NULL;
+			XCHK(!xsend_byte(sock, (char)i));
+			break;
+		case 'G':	/* dm2 destroyed elsewhere: copy, then free */
+			XCHK(!xsend_byte(sock, (char)ibv_memcpy_to_dm(dm2, 0,
+								dbuf, 64)));
+			XCHK(!xsend_byte(sock, (char)ibv_free_dm(dm2)));
+			dm2 = NULL;
+			break;
+		case 'P':	/* a PD of nothing: its handle */
+			XCHK((pd3 = ibv_alloc_pd(ctx)) != NULL);
+			h = pd3->handle;
+			XCHK(!xsend(sock, &h, sizeof(h)));
+			break;
+		case 'R':	/* an MR on it */
+			XCHK((mr4 = ibv_reg_mr(pd3, buf3, LEN,
+					       IMP_ACCESS)) != NULL);
+			XCHK(!xsend_byte(sock, 'k'));
+			break;
+		case 'S':	/* drop that MR */
+			XCHK(!ibv_dereg_mr(mr4));
+			XCHK(!xsend_byte(sock, 'k'));
+			break;
+		case 'Q':	/* dealloc it: its errno */
+			i = (size_t)ibv_dealloc_pd(pd3);
+			XCHK(!xsend_byte(sock, (char)i));
+			break;
+		case 'T':	/* destroyed by the importer: use, then free */
+			errno = 0;
+			mr4 = ibv_reg_mr(pd3, buf3, LEN, IMP_ACCESS);
+			XCHK(!xsend_byte(sock, mr4 ? 0 : (char)errno));
+			errno = 0;
+			qp3 = xp_qp_create(pd3, cq, NULL, IBV_QPT_RC, 4, 1, 0);
+			XCHK(!xsend_byte(sock, qp3 ? 0 : (char)errno));
+			XCHK(!xsend_byte(sock, (char)ibv_dealloc_pd(pd3)));
+			pd3 = NULL;
+			break;
 		case 'X':	/* die with everything open */
 			_exit(0);
 		default:	/* end of file: clean up */
+			if (dmr)
+				XCHK(!ibv_dereg_mr(dmr));
+			if (dm)
+				XCHK(!ibv_free_dm(dm));
+			if (dm2)
+				XCHK(!ibv_free_dm(dm2));
 			XCHK(!ibv_dereg_mr(mr));
 			xp_close_pd_cq(ctx, pd, cq);
 			_exit(0);
@@ -242,6 +319,202 @@ static void fetch_add_into_owner(struct ibv_qp *qp, struct ibv_cq *cq,
 		  (unsigned long long)got);
 }
 
+/*
+ * One SEND gathering from our own MR and from the owner's (after
+ * fetch_add_into_owner, its bytes past the first 8 are 'c') into @t.
+ */
+static void send_mixed(struct ibv_qp *qp, struct ibv_cq *cq,
+		       const struct owner_info *oi, struct ibv_mr *lmr,
+		       const char *local, struct third *t)
+{
+	struct ibv_sge sg[2] = { { (uintptr_t)local, 100, lmr->lkey },
+				 { oi->addr + 8, 2000, oi->lkey } };
+	struct ibv_sge rs = { (uintptr_t)t->buf, LEN, t->mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 3, .sg_list = &rs, .num_sge = 1 };
+	struct ibv_recv_wr *rbad = NULL;
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_wc wc;
+	size_t i;
+
+	memset(t->buf, 0, LEN);
+	assert_int_equal(ibv_post_recv(t->qp, &rw, &rbad), 0);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = sg;
+	wr.num_sge = 2;
+	assert_int_equal(ibv_post_send(qp, &wr, &bad), 0);
+	fu_expect(dp_poll(cq, &wc, 10000) && wc.status == IBV_WC_SUCCESS,
+		  "SEND from a local and the owner's MR: %s",
+		  ibv_wc_status_str(wc.status));
+	fu_expect(dp_poll(t->cq, &wc, 10000) && wc.status == IBV_WC_SUCCESS &&
+			  wc.byte_len == 2100,
+		  "receive of the mixed SEND: %s, %u bytes",
+		  ibv_wc_status_str(wc.status), wc.byte_len);
+	for (i = 0; i < 2100 && t->buf[i] == (i < 100 ? local[i] : 'c'); i++)
+		;
+	fu_expect(i == 2100, "mixed SEND: byte %zu differs", i);
+}
+
+/*
+ * The owner's device memory: imported, copied to and from, registered by
+ * us and reached by RDMA through our MR and through the owner's rkey; the
+ * owner's free is EBUSY while our MR uses it, then every access of ours
+ * is EINVAL. Our ibv_free_dm of another DM destroys it for the owner.
+ */
+static void dm_xproc(int sock, struct ibv_context *ictx, struct ibv_pd *ipd,
+		     struct ibv_cq *cq, const struct owner_info *oi,
+		     struct third *t)
+{
+	static char b[LEN];
+	struct ibv_dm *dm, *dm2, *dm3;
+	struct ibv_mr *dmr;
+	struct ibv_qp *qp;
+	size_t i;
+
+	fu_expect(!ibv_import_dm(ictx, 0x7fff0001) && errno == EINVAL,
+		  "import_dm(bad handle): %s", fu_errname(errno));
+	dm = ibv_import_dm(ictx, oi->dm);
+	fu_expect(dm != NULL, "import_dm: %s", fu_errname(errno));
+	assert_non_null(dm);
+	fu_expect(dm->handle == oi->dm && dm->context == ictx,
+		  "imported DM: handle %u", dm->handle);
+	dm3 = ibv_import_dm(ictx, oi->dm);
+	fu_expect(dm3 && dm3 != dm, "second import_dm: %s",
+		  fu_errname(errno));
+	ibv_unimport_dm(dm3);
+
+	/* Copies: the owner's bytes, and ours seen by the owner. */
+	fu_expect_int(ibv_memcpy_from_dm(b, dm, 0, LEN), 0, "memcpy_from_dm");
+	for (i = 0; i < LEN && b[i] == (char)('a' + i % 19); i++)
+		;
+	fu_expect(i == LEN, "memcpy_from_dm: byte %zu differs", i);
+	fu_expect_int(ibv_memcpy_to_dm(dm, 2, b, 4), EINVAL,
+		      "memcpy_to_dm at an unaligned offset");
+	fu_expect_int(ibv_memcpy_to_dm(dm, LEN - 4, b, 8), EFAULT,
+		      "memcpy_to_dm past the end");
+	memset(b, 'e', LEN);
+	fu_expect_int(ibv_memcpy_to_dm(dm, 0, b, LEN), 0, "memcpy_to_dm");
+	assert_int_equal(xsend_byte(sock, 'D'), 0);
+	assert_int_equal(xsend_byte(sock, 'e'), 0);
+	fu_expect(xrecv_byte(sock) == 'y', "the owner's DM after memcpy_to_dm");
+
+	/* Our MR over it: a WRITE from it, a peer's WRITE into it. */
+	dmr = ibv_reg_dm_mr(ipd, dm, 0, LEN, DM_ACCESS);
+	fu_expect(dmr != NULL, "reg_dm_mr on the imported DM: %s",
+		  fu_errname(errno));
+	assert_non_null(dmr);
+	qp = connect_to(ipd, cq, t);
+	memset(t->buf, 0, LEN);
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, 0, dmr->lkey, (uintptr_t)t->buf,
+		  t->mr->rkey, IBV_WC_SUCCESS, "WRITE from the imported DM");
+	fu_expect(t->buf[0] == 'e' && t->buf[LEN - 1] == 'e',
+		  "WRITE from the imported DM: %#x", t->buf[0]);
+	memset(t->buf, 'f', LEN);
+	expect_wr(t->qp, t->cq, IBV_WR_RDMA_WRITE, (uintptr_t)t->buf,
+		  t->mr->lkey, 0, dmr->rkey, IBV_WC_SUCCESS,
+		  "peer's WRITE into our MR over the imported DM");
+	assert_int_equal(xsend_byte(sock, 'D'), 0);
+	assert_int_equal(xsend_byte(sock, 'f'), 0);
+	fu_expect(xrecv_byte(sock) == 'y', "the owner's DM after WRITE");
+	/* The owner's DM MR's rkey at our QP (an imported rkey). */
+	memset(t->buf, 'g', LEN);
+	expect_wr(t->qp, t->cq, IBV_WR_RDMA_WRITE, (uintptr_t)t->buf,
+		  t->mr->lkey, 0, oi->dm_rkey, IBV_WC_SUCCESS,
+		  "peer's WRITE with the owner's DM rkey");
+	fu_expect_int(ibv_memcpy_from_dm(b, dm, 0, LEN), 0,
+		      "memcpy_from_dm after WRITE");
+	fu_expect(b[0] == 'g' && b[LEN - 1] == 'g',
+		  "the imported DM after the peer's WRITE: %#x", b[0]);
+	ibv_destroy_qp(qp);
+
+	/* The owner cannot free it while our MR uses it. */
+	assert_int_equal(xsend_byte(sock, 'F'), 0);
+	fu_expect_int(xrecv_byte(sock), EBUSY,
+		      "the owner's free_dm while our MR uses it");
+	fu_expect_int(ibv_dereg_mr(dmr), 0, "dereg of our DM MR");
+	assert_int_equal(xsend_byte(sock, 'F'), 0);
+	fu_expect_int(xrecv_byte(sock), 0, "the owner's free_dm");
+	/* Freed by the owner: our object errs, never crashes. */
+	fu_expect_int(ibv_memcpy_from_dm(b, dm, 0, LEN), EINVAL,
+		      "memcpy_from_dm after the owner's free");
+	fu_expect_int(ibv_memcpy_to_dm(dm, 0, b, 4), EINVAL,
+		      "memcpy_to_dm after the owner's free");
+	fu_expect(!ibv_reg_dm_mr(ipd, dm, 0, LEN, DM_ACCESS) && errno == EINVAL,
+		  "reg_dm_mr after the owner's free: %s", fu_errname(errno));
+	fu_expect(!ibv_import_dm(ictx, oi->dm) && errno == EINVAL,
+		  "import_dm of a freed DM: %s", fu_errname(errno));
+	ibv_unimport_dm(dm);
+
+	/* Our free destroys the owner's DM. */
+	dm2 = ibv_import_dm(ictx, oi->dm2);
+	fu_expect(dm2 != NULL, "import_dm(dm2): %s", fu_errname(errno));
+	assert_non_null(dm2);
+	fu_expect_int(ibv_free_dm(dm2), 0, "free_dm of an imported DM");
+	fu_expect(!ibv_import_dm(ictx, oi->dm2) && errno == EINVAL,
+		  "import_dm after our free: %s", fu_errname(errno));
+	assert_int_equal(xsend_byte(sock, 'G'), 0);
+	fu_expect_int(xrecv_byte(sock), EINVAL,
+		      "the owner's memcpy_to_dm after our free");
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's free_dm after our free");
+}
+
+/*
+ * ibv_dealloc_pd of an imported PD destroys the owner's PD, unless an
+ * object of any process uses it (EBUSY); after it the PD is gone for the
+ * owner and for every import.
+ */
+static void pd_destroy_xproc(int sock, struct ibv_context *ictx)
+{
+	static char b[LEN];
+	struct ibv_pd *ipd, *ipd2;
+	struct ibv_mr *mr;
+	uint32_t h = 0;
+
+	assert_int_equal(xsend_byte(sock, 'P'), 0);
+	assert_int_equal(xrecv(sock, &h, sizeof(h)), 0);
+	ipd = ibv_import_pd(ictx, h);
+	ipd2 = ibv_import_pd(ictx, h);
+	fu_expect(ipd && ipd2, "import_pd(pd3): %s", fu_errname(errno));
+	assert_non_null(ipd);
+	assert_non_null(ipd2);
+
+	/* Our MR on it: neither side may destroy it. */
+	mr = ibv_reg_mr(ipd2, b, LEN, IMP_ACCESS);
+	assert_non_null(mr);
+	assert_int_equal(xsend_byte(sock, 'Q'), 0);
+	fu_expect_int(xrecv_byte(sock), EBUSY,
+		      "the owner's dealloc_pd while our MR uses it");
+	fu_expect_int(ibv_dealloc_pd(ipd), EBUSY,
+		      "dealloc_pd of an import while our MR uses the PD");
+	fu_expect_int(ibv_dereg_mr(mr), 0, "dereg of our MR");
+	/* The owner's MR on it. */
+	assert_int_equal(xsend_byte(sock, 'R'), 0);
+	assert_int_equal(xrecv_byte(sock), 'k');
+	fu_expect_int(ibv_dealloc_pd(ipd), EBUSY,
+		      "dealloc_pd of an import while the owner's MR uses it");
+	assert_int_equal(xsend_byte(sock, 'S'), 0);
+	assert_int_equal(xrecv_byte(sock), 'k');
+
+	/* Nothing uses it: destroyed for everybody. */
+	fu_expect_int(ibv_dealloc_pd(ipd), 0, "dealloc_pd of an import");
+	fu_expect(!ibv_import_pd(ictx, h) && errno == EINVAL,
+		  "import_pd of a destroyed PD: %s", fu_errname(errno));
+	errno = 0;
+	fu_expect(!ibv_reg_mr(ipd2, b, LEN, IMP_ACCESS) && errno == EINVAL,
+		  "reg_mr on another import of a destroyed PD: %s",
+		  fu_errname(errno));
+	ibv_unimport_pd(ipd2);
+	assert_int_equal(xsend_byte(sock, 'T'), 0);
+	fu_expect_int(xrecv_byte(sock), EINVAL,
+		      "the owner's reg_mr on its destroyed PD");
+	fu_expect_int(xrecv_byte(sock), EINVAL,
+		      "the owner's create_qp on its destroyed PD");
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's dealloc_pd of its destroyed PD");
+}
+
 static void test_import_xproc(void **state)
 {
 	struct ibv_pd *ipd, *ipd2, *lpd;
@@ -253,8 +526,6 @@ static void test_import_xproc(void **state)
 	struct third t;
 	static char local[LEN];
 	int sock, fd, keep, pfd[2], st;
-	bool net = getenv("SRDMA_TRANSPORT") &&
-		   !strcmp(getenv("SRDMA_TRANSPORT"), "net");
 	pid_t pid;
 	size_t i;
 
@@ -338,32 +609,25 @@ static void test_import_xproc(void **state)
 		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
 		  "WRITE from a local MR of the imported PD");
 	fu_expect(t.buf[0] == 'L' && t.buf[LEN - 1] == 'L', "local WRITE");
-	if (net) {
-		/* The net requester knows our own keys only (import.md,
-		 * Limits). */
-		expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
-			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
-			  "net: WRITE from the owner's MR");
-	} else {
-		/* WRITE from the owner's memory through its lkey. */
-		expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
-			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
-			  "WRITE from the owner's MR");
-		for (i = 0; i < LEN && t.buf[i] == (char)('A' + i % 23); i++)
-			;
-		fu_expect(i == LEN,
-			  "WRITE from the owner's MR: byte %zu differs", i);
-		/* READ into the owner's memory: the owner sees it. */
-		memset(t.buf, 'c', LEN);
-		expect_wr(qp, cq, IBV_WR_RDMA_READ, oi.addr, oi.lkey,
-			  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
-			  "READ into the owner's MR");
-		assert_int_equal(xsend_byte(sock, 'V'), 0);
-		assert_int_equal(xsend_byte(sock, 'c'), 0);
-		fu_expect(xrecv_byte(sock) == 'y',
-			  "the owner's memory after READ");
-		fetch_add_into_owner(qp, cq, &oi, &t);
-	}
+	/* WRITE from the owner's memory through its lkey. */
+	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, oi.addr, oi.lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+		  "WRITE from the owner's MR");
+	for (i = 0; i < LEN && t.buf[i] == (char)('A' + i % 23); i++)
+		;
+	fu_expect(i == LEN,
+		  "WRITE from the owner's MR: byte %zu differs", i);
+	/* READ into the owner's memory: the owner sees it. */
+	memset(t.buf, 'c', LEN);
+	expect_wr(qp, cq, IBV_WR_RDMA_READ, oi.addr, oi.lkey,
+		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_SUCCESS,
+		  "READ into the owner's MR");
+	assert_int_equal(xsend_byte(sock, 'V'), 0);
+	assert_int_equal(xsend_byte(sock, 'c'), 0);
+	fu_expect(xrecv_byte(sock) == 'y',
+		  "the owner's memory after READ");
+	fetch_add_into_owner(qp, cq, &oi, &t);
+	send_mixed(qp, cq, &oi, lmr, local, &t);
 	ibv_destroy_qp(qp);
 	qp = connect_to(ipd, cq, &t);
 
@@ -397,6 +661,9 @@ static void test_import_xproc(void **state)
 		fu_expect(xrecv_byte(sock) == 'y',
 			  "the owner's memory after SEND");
 	}
+	ibv_destroy_qp(qp);
+	dm_xproc(sock, ictx, ipd, cq, &oi, &t);
+	qp = connect_to(ipd, cq, &t);
 	/* The local PD of the imported context is another PD. */
 	expect_wr(qp, cq, IBV_WR_RDMA_WRITE, (uintptr_t)local, 0x12345678,
 		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
@@ -416,6 +683,8 @@ static void test_import_xproc(void **state)
 		  (uintptr_t)t.buf, t.mr->rkey, IBV_WC_LOC_PROT_ERR,
 		  "WRITE through a destroyed MR's lkey");
 	ibv_destroy_qp(qp);
+
+	pd_destroy_xproc(sock, ictx);
 
 	/* Handles of a destroyed PD and MR. */
 	assert_int_equal(xsend_byte(sock, 'M'), 0);
@@ -459,10 +728,76 @@ static void test_import_xproc(void **state)
 	fu_done();
 }
 
+/* An importer that dies with MRs on the owner's PD and DM. */
+static void dying_importer(int sock)
+{
+	static char b[LEN];
+	struct owner_info oi;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_dm *dm;
+	uint32_t h;
+	int fd;
+
+	fd = recv_fd(sock, &oi, sizeof(oi));
+	XCHK(fd >= 0);
+	XCHK(!xrecv(sock, &h, sizeof(h)));
+	XCHK((ctx = ibv_import_device(fd)) != NULL);
+	XCHK((pd = ibv_import_pd(ctx, h)) != NULL);
+	XCHK(ibv_reg_mr(pd, b, LEN, IMP_ACCESS) != NULL);
+	XCHK((dm = ibv_import_dm(ctx, oi.dm2)) != NULL);
+	XCHK(ibv_reg_dm_mr(pd, dm, 0, LEN, DM_ACCESS) != NULL);
+	XCHK(!xsend_byte(sock, 'k'));
+	_exit(0);
+}
+
+/*
+ * The uses of an importer that died are not the owner's to wait for: once
+ * no live context imports the owner's, its ibv_dealloc_pd and ibv_free_dm
+ * succeed.
+ */
+static void test_import_dead_importer(void **state)
+{
+	struct owner_info oi;
+	int sock, s2, fd, st;
+	pid_t pid, pid2;
+	uint32_t h = 0;
+
+	(void)state;
+	alarm(120);
+	pid = xp_spawn(&sock, owner, 120);
+	fd = recv_fd(sock, &oi, sizeof(oi));
+	assert_true(fd >= 0);
+	assert_int_equal(xsend_byte(sock, 'P'), 0);
+	assert_int_equal(xrecv(sock, &h, sizeof(h)), 0);
+	pid2 = xp_spawn(&s2, dying_importer, 60);
+	assert_int_equal(send_fd(s2, fd, &oi, sizeof(oi)), 0);
+	assert_int_equal(xsend(s2, &h, sizeof(h)), 0);
+	fu_expect(xrecv_byte(s2) == 'k', "the importer's MR on the PD");
+	assert_int_equal(waitpid(pid2, &st, 0), pid2);
+	close(s2);
+	assert_int_equal(xsend_byte(sock, 'Q'), 0);
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's dealloc_pd after its importer died");
+	assert_int_equal(xsend_byte(sock, 'G'), 0);
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's memcpy_to_dm after its importer died");
+	fu_expect_int(xrecv_byte(sock), 0,
+		      "the owner's free_dm after its importer died");
+	close(fd);
+	close(sock);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	fu_expect(WIFEXITED(st) && !WEXITSTATUS(st), "owner exit status %#x",
+		  st);
+	alarm(0);
+	fu_done();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_import_xproc),
+		cmocka_unit_test(test_import_dead_importer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

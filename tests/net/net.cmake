@@ -187,8 +187,8 @@ add_test(NAME net.func.test_parent_domain
 		$<TARGET_FILE:func_test_parent_domain>)
 srdma_net_props(net.func.test_parent_domain 300)
 # Object import across processes (docs/design/import.md): the owner's
-# rkeys and receive buffers at the importer's QPs over the wire; its lkeys
-# are the net requester's known limit, which the test expects.
+# lkeys (net requester), rkeys and receive buffers (net responder) at the
+# importer's QPs over the wire.
 add_test(NAME net.func.test_import_xproc
 	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh
 		$<TARGET_FILE:func_test_import_xproc>)

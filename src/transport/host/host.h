@@ -245,7 +245,8 @@ ssize_t srdma_peer_vm_rw(struct srdma_peer *p, const struct iovec *liov,
 
 /**
  * srdma_host_unlink_fifos() - remove the wake-up FIFOs (completion
- * channels, async fd) of the context @lid owned by @pid.
+ * channels, async fd) of the context @lid owned by @pid, and its device
+ * memory files (dm.<lid>.<pid>.*, core/dm.c).
  */
 void srdma_host_unlink_fifos(int dfd, uint32_t lid, pid_t pid);
 

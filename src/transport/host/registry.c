@@ -480,15 +480,18 @@ int srdma_registry_reap(struct srdma_registry *r, int dfd)
 
 void srdma_host_unlink_fifos(int dfd, uint32_t lid, pid_t pid)
 {
-	char chan[64], async[64];
+	char chan[64], async[64], dm[64];
 	struct dirent *d;
-	size_t clen;
+	size_t clen, dlen;
 	DIR *dp;
 	int fd;
 
 	snprintf(chan, sizeof(chan), "chan.%u.%d.", lid, (int)pid);
 	snprintf(async, sizeof(async), "async.%u.%d", lid, (int)pid);
+	/* and its device memory (core/dm.c) */
+	snprintf(dm, sizeof(dm), "dm.%u.%d.", lid, (int)pid);
 	clen = strlen(chan);
+	dlen = strlen(dm);
 	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -498,7 +501,8 @@ void srdma_host_unlink_fifos(int dfd, uint32_t lid, pid_t pid)
 		return;
 	}
 	while ((d = readdir(dp))) {
-		if (strncmp(d->d_name, chan, clen) && strcmp(d->d_name, async))
+		if (strncmp(d->d_name, chan, clen) &&
+		    strcmp(d->d_name, async) && strncmp(d->d_name, dm, dlen))
 			continue;
 		unlinkat(dfd, d->d_name, 0);
 	}

@@ -504,9 +504,16 @@ enum {
 #define SRDMA_RT_EP_WORDS 32u
 
 /* A PD: its handle (ibv_pd.handle), 0 when the slot is free. */
+#define SRDMA_RT_PD_DEAD 0x80000000u	/* use: destroyed (core/import.c) */
 struct srdma_shm_rt_pd {
 	_Atomic uint32_t handle;	/* owner, under its context lock */
-	uint32_t reserved;
+	/* Objects on the PD in the owner and in every process that imported
+	 * it (atomic, any process; core/pd.c srdma_pd_hold), with
+	 * SRDMA_RT_PD_DEAD once the PD was destroyed, set by compare-and-
+	 * swap from 0 by whoever deallocates it. Zeroed by the owner before
+	 * it publishes a handle; older writers left it 0. Untrusted: only
+	 * compared, never used to size or index anything. */
+	_Atomic uint32_t use;
 };
 static_assert(sizeof(struct srdma_shm_rt_pd) == 8, "rt PD entry is ABI");
 

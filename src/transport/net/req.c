@@ -28,7 +28,9 @@
  * READ/atomic, and during an RNR wait. Payload is gathered per packet
  * with the one key check (srdma_key_acquire on our key table: lkey, PD,
  * bounds) and copied with process_vm_readv on ourselves, so memory the
- * application unmapped is a LOC_PROT_ERR, never a crash; packets are built
+ * application unmapped is a LOC_PROT_ERR, never a crash (an lkey of the
+ * context an imported context imports is checked in that context's table
+ * and copied to or from its owner, core/import.c); packets are built
  * into a small per-QP batch of buffers and handed to the endpoint by one
  * function (nr_tx_flush), the place to switch to a batched send.
  *
@@ -68,6 +70,7 @@
 
 #include "core/core.h"
 #include "core/dp.h"
+#include "core/import.h"
 #include "core/key_table.h"
 #include "core/qp_state.h"
 #include "engine/engine.h"
@@ -294,6 +297,97 @@ static void arm_rto(struct srdma_netreq *r, uint64_t now, bool restart)
 
 /* ---- memory ------------------------------------------------------------------- */
 
+/* Bytes [pos, pos + len) of the @nl buffers @liov as @sub (at most @nl
+ * entries). Return: the entries of @sub. */
+static uint32_t iov_part(const struct iovec *liov, uint32_t nl, uint64_t pos,
+			 uint64_t len, struct iovec *sub)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < nl && len; i++) {
+		uint64_t l = liov[i].iov_len;
+
+		if (pos >= l) {
+			pos -= l;
+			continue;
+		}
+		l -= pos;
+		if (l > len)
+			l = len;
+		sub[n].iov_base = (uint8_t *)liov[i].iov_base + pos;
+		sub[n++].iov_len = l;
+		len -= l;
+		pos = 0;
+	}
+	return n;
+}
+
+/*
+ * sge_copyv() for a WR with SGEs of MRs imported from another process
+ * (core/import.c; the context is imported): each SGE piece is copied on
+ * its own, ours with the fault-guarded self copy, the owner's by
+ * srdma_import_copy (its key table's check and mark, then cross-memory
+ * attach straight between our @liov and the owner). Return: as sge_copyv.
+ */
+static int sge_copy_imported(struct srdma_netreq *r, struct nr_wqe *w,
+			     uint64_t off, const struct iovec *liov,
+			     uint32_t nl, uint64_t len, bool to_sge)
+{
+	struct srdma_qp *qp = r->qp;
+	uint32_t pd = qp->pd->ibpd.handle;
+	struct iovec sub[NR_BATCH], riov;
+	struct srdma_key_view v;
+	struct srdma_key_ref ref;
+	uint64_t pos = 0;
+	uint32_t i, ns;
+	ssize_t got;
+	int k, e;
+
+	if (nl > NR_BATCH)
+		return -EFAULT;		/* callers pass at most a batch */
+	srdma_kt_view(&qp->ctx->kt, &v);
+	for (i = 0; i < w->num_sge && len; i++) {
+		const struct ibv_sge *s = &w->sge[i];
+		uint64_t l;
+
+		if (off >= s->length) {
+			off -= s->length;
+			continue;
+		}
+		l = s->length - off < len ? s->length - off : len;
+		ns = iov_part(liov, nl, pos, l, sub);
+		k = srdma_key_acquire(&v, s->lkey, NR_KIND_MR, pd,
+				      to_sge ? IBV_ACCESS_LOCAL_WRITE : 0,
+				      s->addr + off, l, NULL, 0, 0, 0, &ref);
+		if (k == SRDMA_KCHK_NOKEY) {
+			e = srdma_import_copy(qp->ctx, pd, s->lkey,
+					      s->addr + off, sub, ns, l, to_sge,
+					      &k);
+		} else if (!k) {
+			riov.iov_base = (void *)(uintptr_t)ref.host_addr;
+			riov.iov_len = l;
+			got = srdma_self_vm_rw(sub, ns, &riov, 1, to_sge);
+			srdma_key_release(&ref);
+			e = got == (ssize_t)l ? 0 : -EFAULT;
+		} else {
+			e = -EACCES;
+		}
+		if (e) {
+			srdma_dbg("QP %#x wr_id %#llx: lkey %#x [%#llx+%llu] %s",
+				  qpn(r), (unsigned long long)w->wr_id,
+				  s->lkey, (unsigned long long)(s->addr + off),
+				  (unsigned long long)l,
+				  e == -EACCES ? srdma_key_fail_str(k) :
+						 "memory not accessible");
+			return e;
+		}
+		pos += l;
+		len -= l;
+		off = 0;
+	}
+	return len ? -EACCES : 0;
+}
+
 /*
  * Copy between the @nl buffers @liov (@len bytes in all) and bytes
  * [off, off + len) of @w's SGEs: gather (@to_sge false, access 0) or
@@ -312,7 +406,7 @@ static int sge_copyv(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 	struct iovec riov[SRDMA_MAX_SGE];
 	struct srdma_key_view v;
 	uint32_t i, n = 0;
-	uint64_t want = len;
+	uint64_t want = len, off0 = off;
 	ssize_t got;
 	int ret = 0;
 
@@ -343,6 +437,13 @@ static int sge_copyv(struct srdma_netreq *r, struct nr_wqe *w, uint64_t off,
 				      qp->pd->ibpd.handle,
 				      to_sge ? IBV_ACCESS_LOCAL_WRITE : 0,
 				      s->addr + off, l, NULL, 0, 0, 0, &ref[n]);
+		if (k == SRDMA_KCHK_NOKEY && unlikely(qp->ctx->import)) {
+			/* An MR of the context we import: piece by piece. */
+			for (i = 0; i < n; i++)
+				srdma_key_release(&ref[i]);
+			return sge_copy_imported(r, w, off0, liov, nl, want,
+						 to_sge);
+		}
 		if (k) {
 			srdma_dbg("QP %#x wr_id %#llx: lkey %#x [%#llx+%llu] %s",
 				  qpn(r), (unsigned long long)w->wr_id,
@@ -405,6 +506,10 @@ static int sge_check(struct srdma_netreq *r, struct nr_wqe *w,
 		k = srdma_key_check(&v, g->lkey, NR_KIND_MR,
 				    qp->pd->ibpd.handle, access, g->addr,
 				    g->length, &snap, &s);
+		/* Not ours: an MR of the context we import? */
+		if (k == SRDMA_KCHK_NOKEY && unlikely(qp->ctx->import))
+			k = srdma_import_check(qp->ctx, qp->pd->ibpd.handle,
+					       g, access);
 		if (k) {
 			srdma_dbg("QP %#x wr_id %#llx: lkey %#x [%#llx+%u] %s",
 				  qpn(r), (unsigned long long)w->wr_id,
