@@ -45,8 +45,10 @@
 #define GUARD_TESTABLE 1
 #define GUARD_ON "SRDMA_SELF_COPY=1"
 #endif
-/* The watch binds where the C library's version is known (sigwatch.c),
- * and not behind a sanitizer runtime's interceptors (ahead of us). */
+/* The watch binds where the C library's version is known (sigwatch.c).
+ * Under ASan it depends on how the runtime is linked (ahead of us when
+ * shared; statically linked, its weak interceptors yield to this test's
+ * static copy of ours): not asserted there. */
 #if defined(__x86_64__) && defined(__GLIBC__) && GUARD_TESTABLE && \
 	!defined(__SANITIZE_ADDRESS__)
 #define WATCH_TESTABLE 1
@@ -338,11 +340,12 @@ static void watched(void)
 	int how;
 
 	CHECK(srdma_self_copy_guarded() == GUARD_TESTABLE);
-	CHECK(srdma_sigwatch_active() == WATCH_TESTABLE);
+	if (WATCH_TESTABLE)
+		CHECK(srdma_sigwatch_active());
 	good_copies(1);
 	q = srdma_self_copy_queries();
 	good_copies(1000);
-	if (WATCH_TESTABLE)	/* at most the backstop's one look (2) */
+	if (srdma_sigwatch_active())	/* at most the backstop's look (2) */
 		CHECK(srdma_self_copy_queries() - q <= 2);
 	CHECK(!sigaction(SIGSEGV, NULL, &ours));
 	for (how = 0; how < 5; how++) {
@@ -357,7 +360,7 @@ static void watched(void)
 	good_copies(1);
 	q = srdma_self_copy_queries();
 	good_copies(1000);
-	if (WATCH_TESTABLE)
+	if (srdma_sigwatch_active())
 		CHECK(srdma_self_copy_queries() - q <= 2);
 }
 
