@@ -5,9 +5,13 @@ processes of one run into one timeline and print, for every step from one
 event to the next (either process), how often it happened and its median
 and 25/75th percentile in nanoseconds: where a one-way trip's time goes.
 
-Usage: lattrace.py [--ghz F] DIR   (DIR holds <pid>.lt files; F: the TSC
-frequency in GHz, default from /proc/cpuinfo's "cpu MHz")
-Only steps seen at least 5% as often as the most frequent one are shown.
+Usage: lattrace.py [--ghz F] [--own] DIR   (DIR holds <pid>.lt files; F:
+the TSC frequency in GHz, default from /proc/cpuinfo's "cpu MHz")
+--own: steps within each process only (from one event of a process to its
+next one, whatever the other process did between): what each side's own
+work and system calls cost, without the other side's events cutting them.
+Only steps seen at least P% (--pct P, default 5) as often as the most
+frequent one are shown.
 """
 import collections
 import glob
@@ -30,8 +34,17 @@ def ghz():
 def main():
     args = sys.argv[1:]
     g = None
-    if args and args[0] == "--ghz":
-        g = float(args[1])
+    own = False
+    pct = 5.0
+    while args and args[0] in ("--ghz", "--own", "--pct"):
+        if args[0] == "--own":
+            own = True
+            args = args[1:]
+            continue
+        if args[0] == "--pct":
+            pct = float(args[1])
+        else:
+            g = float(args[1])
         args = args[2:]
     g = g or ghz()
     recs = []
@@ -42,13 +55,22 @@ def main():
             recs.append((tsc, "P%d.%s" % (i, EV.get(ev, ev)), tid))
     recs.sort()
     steps = collections.defaultdict(list)
-    for a, b in zip(recs, recs[1:]):
-        steps[(a[1], b[1])].append((b[0] - a[0]) / g)
+    if own:
+        last = {}
+        for r in recs:
+            p = r[1].split(".")[0]
+            if p in last:
+                a = last[p]
+                steps[(a[1], r[1])].append((r[0] - a[0]) / g)
+            last[p] = r
+    else:
+        for a, b in zip(recs, recs[1:]):
+            steps[(a[1], b[1])].append((b[0] - a[0]) / g)
     top = max(len(v) for v in steps.values()) if steps else 0
     print("%d events from %d processes; step: count, median [p25, p75] ns"
           % (len(recs), len(files)))
     for k, v in sorted(steps.items(), key=lambda kv: -len(kv[1])):
-        if len(v) < top * 0.05:
+        if len(v) < top * pct / 100:
             continue
         v.sort()
         n = len(v)

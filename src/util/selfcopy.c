@@ -29,18 +29,22 @@
  * An application (or a test harness such as cmocka, around every test)
  * may install its own SIGSEGV handler after ours, and put another back
  * later; a fault in our memcpy would then reach it and probably abort the
- * process. So every copy first asks the kernel whose SIGSEGV handler is
- * installed (sigaction with no new action: 0.2 us here, against 1-2 us
- * for the process_vm_* it replaces) and uses memcpy only while it is
- * ours; otherwise that copy goes through process_vm_*. A receiver that
- * lands a batch of packets asks once per batch (srdma_self_copy_batch).
- * SIGBUS (a
- * registered MAP_SHARED file truncated under the MR) is checked every
- * 1024 copies only: a program that replaces the SIGBUS handler but not
- * the SIGSEGV one in between, and then truncates a registered file, gets
- * its own handler's verdict instead of an error completion. A handler
- * back at the default action (whoever replaced ours let go of it) gets
- * ours again, chaining to the default action from then on.
+ * process. So the copy uses memcpy only while our handler is the
+ * installed one; otherwise that copy goes through process_vm_*. How we
+ * know: when the signal watch is active (sigwatch.c: the library's own
+ * sigaction, signal, ... see every handler change made through the C
+ * library), the kernel is asked (sigaction with no new action, 0.2-0.3 us
+ * here) only when the watch's generation moved since our handlers were
+ * last found installed, and every 1024 copies per thread as a backstop
+ * for what the watch cannot see (a raw rt_sigaction system call: noticed
+ * within 1024 copies of that thread). A copy with the generation
+ * unchanged makes no system call. When the watch is not active
+ * (libibverbs dlopen()ed RTLD_LOCAL, an interposer ahead of us,
+ * SRDMA_SIGWATCH=0), every copy asks the kernel about SIGSEGV, SIGBUS
+ * every 1024 copies only, and a receiver that lands a batch of packets
+ * asks once per batch (srdma_self_copy_batch). A handler back at the
+ * default action (whoever replaced ours let go of it) gets ours again,
+ * chaining to the default action from then on.
  *
  * Off: SRDMA_SELF_COPY=0, or a failed sigaction, or a build with
  * AddressSanitizer/ThreadSanitizer unless SRDMA_SELF_COPY=1 (their
@@ -59,6 +63,7 @@
 
 #include "util/log.h"
 #include "util/selfcopy.h"
+#include "util/sigwatch.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SELF_COPY_DEFAULT false
@@ -66,6 +71,7 @@
 #define SELF_COPY_DEFAULT true
 #endif
 #define BUS_CHECK_EVERY 1024u
+#define WATCH_RECHECK_EVERY 1024u
 
 struct frame {
 	sigjmp_buf env;
@@ -188,14 +194,40 @@ static bool is_ours(int sig)
 	return true;
 }
 
+/* The watch's generation at which both our handlers were last found
+ * installed; ~0: never. Stores may go back to an older value (two
+ * threads racing), which only costs one more query. */
+static _Atomic unsigned long verified_gen = ~0UL;
+static _Atomic unsigned long queries;	/* sigaction queries: tests */
+
 /* Is our handler the one installed, for this copy? */
 static bool still_ours(void)
 {
 	static _Atomic bool told;
+	unsigned long g;
 
+	if (srdma_sigwatch_active()) {
+		g = atomic_load(&srdma_sigwatch_gen);
+		if (g == atomic_load_explicit(&verified_gen,
+					      memory_order_relaxed) &&
+		    ++since_check % WATCH_RECHECK_EVERY)
+			return true;
+		atomic_fetch_add_explicit(&queries, 2, memory_order_relaxed);
+		if (is_ours(SIGSEGV) && is_ours(SIGBUS)) {
+			atomic_store_explicit(&verified_gen, g,
+					      memory_order_relaxed);
+			return true;
+		}
+		/* Ask again at every copy until ours is back. */
+		atomic_store_explicit(&verified_gen, ~0UL,
+				      memory_order_relaxed);
+		goto not_ours;
+	}
+	atomic_fetch_add_explicit(&queries, 1, memory_order_relaxed);
 	if (is_ours(SIGSEGV) &&
 	    (++since_check % BUS_CHECK_EVERY || is_ours(SIGBUS)))
 		return true;
+not_ours:
 	if (!atomic_exchange_explicit(&told, true, memory_order_relaxed))
 		srdma_info("our SIGSEGV/SIGBUS handler is not installed (the application replaced it): own memory moves with process_vm_* while it is not");
 	return false;
@@ -231,8 +263,8 @@ void srdma_self_copy_batch(bool begin)
 /* still_ours(), asked once per batch. */
 static bool ours_now(void)
 {
-	if (!batch_depth)
-		return still_ours();
+	if (!batch_depth || srdma_sigwatch_active())
+		return still_ours();	/* watched: as cheap as the cache */
 	if (batch_ok < 0)
 		batch_ok = still_ours();
 	return batch_ok;
@@ -314,4 +346,9 @@ ssize_t srdma_self_vm_rw(const struct iovec *liov, unsigned long nl,
 		return -1;
 	}
 	return got;
+}
+
+unsigned long srdma_self_copy_queries(void)
+{
+	return atomic_load_explicit(&queries, memory_order_relaxed);
 }

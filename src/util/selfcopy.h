@@ -76,4 +76,15 @@ int srdma_thread_create_nosig(pthread_t *t, void *(*fn)(void *), void *arg);
  */
 void srdma_self_copy_batch(bool begin);
 
+/**
+ * srdma_self_copy_queries() - how many times the guard asked the kernel
+ * whose SIGSEGV/SIGBUS handler is installed (one per signal asked about).
+ *
+ * For tests and traces: with the signal watch active (sigwatch.h) a copy
+ * asks only when a handler may have changed, and every 1024 copies.
+ * Context: any thread.
+ * Return: the process-wide count since the library was loaded.
+ */
+unsigned long srdma_self_copy_queries(void);
+
 #endif

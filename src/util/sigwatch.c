@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * sigwatch.c - our own copies of the C library's handler-installing
+ * functions, so that the memcpy guard (selfcopy.c) learns of a new
+ * SIGSEGV or SIGBUS handler without asking the kernel on every copy.
+ *
+ * The guard may memcpy only while its own SIGSEGV/SIGBUS handler is the
+ * installed one: a handler installed after it would receive the fault of
+ * a copy of ours. Asking the kernel (sigaction with no new action) costs
+ * a system call of 0.2-0.3 us per copy, one on each side of every
+ * one-way trip of a ping-pong. But a handler is installed through the C
+ * library, and libibverbs.so comes before libc.so in the search order of
+ * every program linked against it: so the library defines sigaction,
+ * __sigaction, signal, bsd_signal, ssignal, sysv_signal, __sysv_signal,
+ * sigset and sigignore itself (exported under the C library's own symbol
+ * version, libibverbs.map), each forwarding to the C library's function
+ * (dlsym RTLD_NEXT) and, once that returned, bumping srdma_sigwatch_gen
+ * when the signal is SIGSEGV or SIGBUS and the call may have changed its
+ * disposition. The guard asks the kernel again only when the counter
+ * moved (and every 1024 copies as a backstop). The C library's own
+ * internal calls (signal() calls an internal sigaction) are covered by
+ * interposing the outer function.
+ *
+ * Whether our copies are the ones the process binds to is checked once
+ * (srdma_sigwatch_active): each name looked up as the application's
+ * references are, with the C library's version. If any resolves
+ * elsewhere, the guard keeps its system call per copy. What we can never
+ * see is listed in sigwatch.h: raw rt_sigaction system calls, objects
+ * bound with RTLD_DEEPBIND or in another dlmopen namespace, sigvec.
+ *
+ * The forwarding is async-signal-safe once the C library's functions are
+ * resolved (a constructor does it; a call before that resolves lazily).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+#include "util/sigwatch.h"
+
+#if defined(__GLIBC__) && defined(__x86_64__)
+#define LIBC_VER "GLIBC_2.2.5"	/* the node name in libibverbs.map */
+#endif
+
+_Atomic unsigned long srdma_sigwatch_gen;
+
+typedef int sa_fn(int, const struct sigaction *, struct sigaction *);
+typedef __sighandler_t sig_fn(int, __sighandler_t);
+typedef int ign_fn(int);
+
+enum {
+	W_SIGACTION,
+	W___SIGACTION,
+	W_SIGNAL,
+	W_BSD_SIGNAL,
+	W_SSIGNAL,
+	W_SYSV_SIGNAL,
+	W___SYSV_SIGNAL,
+	W_SIGSET,
+	W_SIGIGNORE,
+	W_N
+};
+
+static const char *const names[W_N] = {
+	"sigaction", "__sigaction", "signal", "bsd_signal", "ssignal",
+	"sysv_signal", "__sysv_signal", "sigset", "sigignore",
+};
+
+/* The C library's functions: resolved by the constructor, or lazily. */
+static void *_Atomic reals[W_N];
+
+static void *real(int w)
+{
+	void *p = atomic_load_explicit(&reals[w], memory_order_acquire);
+
+	if (!p) {
+		p = dlsym(RTLD_NEXT, names[w]);
+		atomic_store_explicit(&reals[w], p, memory_order_release);
+	}
+	return p;
+}
+
+__attribute__((constructor)) static void resolve(void)
+{
+	int w;
+
+	for (w = 0; w < W_N; w++)
+		real(w);
+}
+
+static void changed(int sig)
+{
+	if (sig == SIGSEGV || sig == SIGBUS)
+		atomic_fetch_add(&srdma_sigwatch_gen, 1);
+}
+
+static int sa_common(int w, int sig, const struct sigaction *act,
+		     struct sigaction *old)
+{
+	sa_fn *f = (sa_fn *)real(w);
+	int ret;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	ret = f(sig, act, old);
+	if (act)
+		changed(sig);
+	return ret;
+}
+
+static __sighandler_t sig_common(int w, int sig, __sighandler_t h)
+{
+	sig_fn *f = (sig_fn *)real(w);
+	__sighandler_t ret;
+
+	if (!f) {
+		errno = ENOSYS;
+		return SIG_ERR;
+	}
+	ret = f(sig, h);
+	changed(sig);
+	return ret;
+}
+
+/* The interposers: static bodies (their addresses identify this copy),
+ * exported under the C library's names by the aliases below. */
+static int
+sw_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sa_common(W_SIGACTION, sig, act, old);
+}
+
+static int
+sw___sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sa_common(W___SIGACTION, sig, act, old);
+}
+
+static __sighandler_t
+sw_signal(int sig, __sighandler_t h)
+{
+	return sig_common(W_SIGNAL, sig, h);
+}
+
+static __sighandler_t
+sw_bsd_signal(int sig, __sighandler_t h)
+{
+	return sig_common(W_BSD_SIGNAL, sig, h);
+}
+
+static __sighandler_t
+sw_ssignal(int sig, __sighandler_t h)
+{
+	return sig_common(W_SSIGNAL, sig, h);
+}
+
+static __sighandler_t
+sw_sysv_signal(int sig, __sighandler_t h)
+{
+	return sig_common(W_SYSV_SIGNAL, sig, h);
+}
+
+static __sighandler_t
+sw___sysv_signal(int sig, __sighandler_t h)
+{
+	return sig_common(W___SYSV_SIGNAL, sig, h);
+}
+
+static __sighandler_t
+sw_sigset(int sig, __sighandler_t h)
+{
+	return sig_common(W_SIGSET, sig, h);
+}
+
+static int sw_sigignore(int sig)
+{
+	ign_fn *f = (ign_fn *)real(W_SIGIGNORE);
+	int ret;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	ret = f(sig);
+	changed(sig);
+	return ret;
+}
+
+/* Exported names (libibverbs.map puts them in the C library's version
+ * node; librdmacm's map keeps its copy local). */
+extern __typeof(sw_sigaction) sigaction
+	__attribute__((alias("sw_sigaction"), visibility("default")));
+extern __typeof(sw___sigaction) __sigaction
+	__attribute__((alias("sw___sigaction"), visibility("default")));
+extern __typeof(sw_signal) signal
+	__attribute__((alias("sw_signal"), visibility("default")));
+extern __typeof(sw_bsd_signal) bsd_signal
+	__attribute__((alias("sw_bsd_signal"), visibility("default")));
+extern __typeof(sw_ssignal) ssignal
+	__attribute__((alias("sw_ssignal"), visibility("default")));
+extern __typeof(sw_sysv_signal) sysv_signal
+	__attribute__((alias("sw_sysv_signal"), visibility("default")));
+extern __typeof(sw___sysv_signal) __sysv_signal
+	__attribute__((alias("sw___sysv_signal"), visibility("default")));
+extern __typeof(sw_sigset) sigset
+	__attribute__((alias("sw_sigset"), visibility("default")));
+extern __typeof(sw_sigignore) sigignore
+	__attribute__((alias("sw_sigignore"), visibility("default")));
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static bool active; /* immutable after once */
+
+static void decide(void)
+{
+	const char *e = getenv("SRDMA_SIGWATCH");
+#ifdef LIBC_VER
+	const void *ours[W_N] = {
+		(void *)sw_sigaction,	  (void *)sw___sigaction,
+		(void *)sw_signal,	  (void *)sw_bsd_signal,
+		(void *)sw_ssignal,	  (void *)sw_sysv_signal,
+		(void *)sw___sysv_signal, (void *)sw_sigset,
+		(void *)sw_sigignore,
+	};
+	void *p;
+	int w;
+#endif
+
+	if (e && !strcmp(e, "0")) {
+		srdma_dbg("signal handler watch off (SRDMA_SIGWATCH=0): the memcpy guard asks the kernel per copy");
+		return;
+	}
+#ifdef LIBC_VER
+	for (w = 0; w < W_N; w++) {
+		p = dlvsym(RTLD_DEFAULT, names[w], LIBC_VER);
+		if (p != ours[w]) {
+			srdma_dbg("signal handler watch off (%s binds elsewhere): the memcpy guard asks the kernel per copy",
+				  names[w]);
+			return;
+		}
+	}
+	active = true;
+#else
+	srdma_dbg("signal handler watch off (C library version unknown here): the memcpy guard asks the kernel per copy");
+#endif
+}
+
+bool srdma_sigwatch_active(void)
+{
+	pthread_once(&once, decide);
+	return active;
+}
