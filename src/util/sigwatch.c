@@ -128,57 +128,71 @@ static __sighandler_t sig_common(int w, int sig, __sighandler_t h)
 	return ret;
 }
 
-/* The interposers: static bodies (their addresses identify this copy),
- * exported under the C library's names by the aliases below. */
-static int
+/* The interposers: global bodies (their addresses identify this copy;
+ * the version scripts keep the sw_ names themselves local), exported
+ * under the C library's names by the .symver directives below. */
+#define SW_API __attribute__((visibility("default")))
+SW_API int sw_sigaction(int sig, const struct sigaction *act,
+			struct sigaction *old);
+SW_API int sw___sigaction(int sig, const struct sigaction *act,
+			  struct sigaction *old);
+SW_API __sighandler_t sw_signal(int sig, __sighandler_t h);
+SW_API __sighandler_t sw_bsd_signal(int sig, __sighandler_t h);
+SW_API __sighandler_t sw_ssignal(int sig, __sighandler_t h);
+SW_API __sighandler_t sw_sysv_signal(int sig, __sighandler_t h);
+SW_API __sighandler_t sw___sysv_signal(int sig, __sighandler_t h);
+SW_API __sighandler_t sw_sigset(int sig, __sighandler_t h);
+SW_API int sw_sigignore(int sig);
+
+int
 sw_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	return sa_common(W_SIGACTION, sig, act, old);
 }
 
-static int
+int
 sw___sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	return sa_common(W___SIGACTION, sig, act, old);
 }
 
-static __sighandler_t
+__sighandler_t
 sw_signal(int sig, __sighandler_t h)
 {
 	return sig_common(W_SIGNAL, sig, h);
 }
 
-static __sighandler_t
+__sighandler_t
 sw_bsd_signal(int sig, __sighandler_t h)
 {
 	return sig_common(W_BSD_SIGNAL, sig, h);
 }
 
-static __sighandler_t
+__sighandler_t
 sw_ssignal(int sig, __sighandler_t h)
 {
 	return sig_common(W_SSIGNAL, sig, h);
 }
 
-static __sighandler_t
+__sighandler_t
 sw_sysv_signal(int sig, __sighandler_t h)
 {
 	return sig_common(W_SYSV_SIGNAL, sig, h);
 }
 
-static __sighandler_t
+__sighandler_t
 sw___sysv_signal(int sig, __sighandler_t h)
 {
 	return sig_common(W___SYSV_SIGNAL, sig, h);
 }
 
-static __sighandler_t
+__sighandler_t
 sw_sigset(int sig, __sighandler_t h)
 {
 	return sig_common(W_SIGSET, sig, h);
 }
 
-static int sw_sigignore(int sig)
+int sw_sigignore(int sig)
 {
 	ign_fn *f = (ign_fn *)real(W_SIGIGNORE);
 	int ret;
@@ -192,26 +206,32 @@ static int sw_sigignore(int sig)
 	return ret;
 }
 
-/* Exported names (libibverbs.map puts them in the C library's version
- * node; librdmacm's map keeps its copy local). */
-extern __typeof(sw_sigaction) sigaction
-	__attribute__((alias("sw_sigaction"), visibility("default")));
-extern __typeof(sw___sigaction) __sigaction
-	__attribute__((alias("sw___sigaction"), visibility("default")));
-extern __typeof(sw_signal) signal
-	__attribute__((alias("sw_signal"), visibility("default")));
-extern __typeof(sw_bsd_signal) bsd_signal
-	__attribute__((alias("sw_bsd_signal"), visibility("default")));
-extern __typeof(sw_ssignal) ssignal
-	__attribute__((alias("sw_ssignal"), visibility("default")));
-extern __typeof(sw_sysv_signal) sysv_signal
-	__attribute__((alias("sw_sysv_signal"), visibility("default")));
-extern __typeof(sw___sysv_signal) __sysv_signal
-	__attribute__((alias("sw___sysv_signal"), visibility("default")));
-extern __typeof(sw_sigset) sigset
-	__attribute__((alias("sw_sigset"), visibility("default")));
-extern __typeof(sw_sigignore) sigignore
-	__attribute__((alias("sw_sigignore"), visibility("default")));
+/*
+ * Exported names. Each gets the C library's version as a NON-default
+ * version (name@GLIBC_2.2.5, one '@'): the dynamic linker binds programs'
+ * versioned references (name@GLIBC_2.2.5, recorded against libc.so.6) to
+ * the first object in the search order that has that name and version,
+ * which is us; but the static linker never resolves a reference against a
+ * non-default version, so a program linked against our libibverbs still
+ * records sigaction & co. as the C library's and runs unchanged on
+ * rdma-core's libibverbs (lint.sigwatch_link checks it). With a default
+ * version (name@@GLIBC_2.2.5) such a program would need "GLIBC_2.2.5 from
+ * libibverbs.so.1" and fail to start anywhere else. librdmacm's map keeps
+ * its copy local.
+ */
+#ifdef LIBC_VER
+#define SW_EXPORT(fn, name) \
+	__asm__(".symver " #fn ", " #name "@" LIBC_VER)
+SW_EXPORT(sw_sigaction, sigaction);
+SW_EXPORT(sw___sigaction, __sigaction);
+SW_EXPORT(sw_signal, signal);
+SW_EXPORT(sw_bsd_signal, bsd_signal);
+SW_EXPORT(sw_ssignal, ssignal);
+SW_EXPORT(sw_sysv_signal, sysv_signal);
+SW_EXPORT(sw___sysv_signal, __sysv_signal);
+SW_EXPORT(sw_sigset, sigset);
+SW_EXPORT(sw_sigignore, sigignore);
+#endif
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static bool active; /* immutable after once */
