@@ -494,8 +494,9 @@ static void print_seg_err(const struct ctx_view *c, const char *sep)
 			"%slid %u pid %d: segment %s: layout version %u, this "
 			"srdma reads version %u: the process uses a library "
 			"from another softrdma build; run that build's srdma\n",
-			sep, c->lid, c->pid, c->seg_name, c->seg_version,
-			SRDMA_SEG_VERSION);
+			sep, c->lid, c->pid, c->seg_name,
+			(unsigned int)c->seg_version,
+			(unsigned int)SRDMA_SEG_VERSION);
 	else
 		fprintf(msgf, "%slid %u pid %d: segment %s: %s\n", sep, c->lid,
 			c->pid, c->seg_name, seg_err_str(c->map_err));

@@ -365,7 +365,7 @@ version:
 	out = status_output();
 	snprintf(want, sizeof(want),
 		 "layout version 99, this srdma reads version %u",
-		 SRDMA_SEG_VERSION);
+		 (unsigned int)SRDMA_SEG_VERSION);
 	fu_expect(strstr(out, want) && strstr(out, "another softrdma build"),
 		  "segment of version 99:\n%s", out);
 	free(out);
