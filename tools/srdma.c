@@ -1766,11 +1766,14 @@ static void ep_row(struct scan *sc, struct srdma_shm_rt *rt)
 	rec_num(r, "rx_gro_segs", sn.ep[SRDMA_RT_EP_RX_GRO_SEGS]);
 	rec_num(r, "poll_handoffs", sn.ep[SRDMA_RT_EP_POLL_HANDOFFS]);
 	rec_num(r, "lone_acks", sn.ep[SRDMA_RT_EP_LONE_ACKS]);
-	/* Per QP in the segment already; summed here for the port. */
-	rec_text(r, "acks", "%" PRIu64 "/%" PRIu64, sc->acks_delayed,
-		 sc->acks_piggybacked);
-	rec_num(r, "acks_delayed", sc->acks_delayed);
-	rec_num(r, "acks_piggybacked", sc->acks_piggybacked);
+	/* Per QP in the segment already; summed here for the port (unless
+	 * another build laid them out). */
+	if (sc->net_ok) {
+		rec_text(r, "acks", "%" PRIu64 "/%" PRIu64, sc->acks_delayed,
+			 sc->acks_piggybacked);
+		rec_num(r, "acks_delayed", sc->acks_delayed);
+		rec_num(r, "acks_piggybacked", sc->acks_piggybacked);
+	}
 	rec_drops(r, "drops", sn.drops, SRDMA_RT_EP_DROPS);
 }
 
