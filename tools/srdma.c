@@ -494,8 +494,9 @@ static void print_seg_err(const struct ctx_view *c, const char *sep)
 			"%slid %u pid %d: segment %s: layout version %u, this "
 			"srdma reads version %u: the process uses a library "
 			"from another softrdma build; run that build's srdma\n",
-			sep, c->lid, c->pid, c->seg_name, c->seg_version,
-			SRDMA_SEG_VERSION);
+			sep, c->lid, c->pid, c->seg_name,
+			(unsigned int)c->seg_version,
+			(unsigned int)SRDMA_SEG_VERSION);
 	else
 		fprintf(msgf, "%slid %u pid %d: segment %s: %s\n", sep, c->lid,
 			c->pid, c->seg_name, seg_err_str(c->map_err));
@@ -1765,11 +1766,14 @@ static void ep_row(struct scan *sc, struct srdma_shm_rt *rt)
 	rec_num(r, "rx_gro_segs", sn.ep[SRDMA_RT_EP_RX_GRO_SEGS]);
 	rec_num(r, "poll_handoffs", sn.ep[SRDMA_RT_EP_POLL_HANDOFFS]);
 	rec_num(r, "lone_acks", sn.ep[SRDMA_RT_EP_LONE_ACKS]);
-	/* Per QP in the segment already; summed here for the port. */
-	rec_text(r, "acks", "%" PRIu64 "/%" PRIu64, sc->acks_delayed,
-		 sc->acks_piggybacked);
-	rec_num(r, "acks_delayed", sc->acks_delayed);
-	rec_num(r, "acks_piggybacked", sc->acks_piggybacked);
+	/* Per QP in the segment already; summed here for the port (unless
+	 * another build laid them out). */
+	if (sc->net_ok) {
+		rec_text(r, "acks", "%" PRIu64 "/%" PRIu64, sc->acks_delayed,
+			 sc->acks_piggybacked);
+		rec_num(r, "acks_delayed", sc->acks_delayed);
+		rec_num(r, "acks_piggybacked", sc->acks_piggybacked);
+	}
 	rec_drops(r, "drops", sn.drops, SRDMA_RT_EP_DROPS);
 }
 

@@ -124,16 +124,33 @@ static bool find_row(const char *out, uint32_t qpn, char *line, size_t len)
 	return false;
 }
 
+/* Our own segment, mapped read-write as a peer would (munmap it). */
+static void *own_segment(uint32_t lid)
+{
+	char path[600];
+	void *seg;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/ctx.%u.%d", getenv("SRDMA_DIR"), lid,
+		 (int)getpid());
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	seg = mmap(NULL, SRDMA_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	assert_true(seg != MAP_FAILED);
+	close(fd);
+	return seg;
+}
+
 static void test_status_shows_net_qps(void **state)
 {
 	struct ibv_qp *b;
 	struct ibv_qp_init_attr ia;
 	struct srdma_shm_qp *sh;
 	struct srdma_net_qp_stats *st;
-	char path[600], line[1024], *out;
+	char line[1024], *out;
 	uint64_t off;
 	void *seg;
-	int fd;
 
 	(void)state;
 	dp_ep_open(&A, false);
@@ -149,14 +166,7 @@ static void test_status_shows_net_qps(void **state)
 	connect_qp(b, A.qp->qp_num, 0xabcdef, 0x123456);
 
 	/* Our own segment, as srdma status maps it. */
-	snprintf(path, sizeof(path), "%s/ctx.%u.%d", getenv("SRDMA_DIR"),
-		 A.qp->qp_num >> SRDMA_QPN_SHIFT, (int)getpid());
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	seg = mmap(NULL, SRDMA_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   fd, 0);
-	assert_true(seg != MAP_FAILED);
-	close(fd);
+	seg = own_segment(A.qp->qp_num >> SRDMA_QPN_SHIFT);
 	sh = (struct srdma_shm_qp *)((char *)seg + SRDMA_SEG_QP_OFF) +
 	     (A.qp->qp_num & (SRDMA_SEG_QP_SLOTS - 1));
 	off = atomic_load(&sh->net_st_off);
@@ -214,24 +224,6 @@ done_unmap:
 	assert_int_equal(ibv_destroy_qp(b), 0);
 	dp_ep_close(&A);
 	fu_done();
-}
-
-/* Our own segment, mapped read-write as a peer would (munmap it). */
-static void *own_segment(uint32_t lid)
-{
-	char path[600];
-	void *seg;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/ctx.%u.%d", getenv("SRDMA_DIR"), lid,
-		 (int)getpid());
-	fd = open(path, O_RDWR);
-	assert_true(fd >= 0);
-	seg = mmap(NULL, SRDMA_SEG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		   fd, 0);
-	assert_true(seg != MAP_FAILED);
-	close(fd);
-	return seg;
 }
 
 /* Every field of struct srdma_net_qp_stats, with the value this test
@@ -365,7 +357,7 @@ version:
 	out = status_output();
 	snprintf(want, sizeof(want),
 		 "layout version 99, this srdma reads version %u",
-		 SRDMA_SEG_VERSION);
+		 (unsigned int)SRDMA_SEG_VERSION);
 	fu_expect(strstr(out, want) && strstr(out, "another softrdma build"),
 		  "segment of version 99:\n%s", out);
 	free(out);

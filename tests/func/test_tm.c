@@ -282,29 +282,12 @@ static void tm_srq_recv(struct tm_pair *p, uint64_t wr_id)
 	assert_int_equal(ibv_post_srq_recv(p->srq, &wr, &bad), 0);
 }
 
-/* Send @len bytes whose TMH is (@op, @app, @tag), payload byte @fill;
- * expect the sender's completion @st. */
-static void tm_send(struct tm_pair *p, uint8_t op, uint32_t app, uint64_t tag,
-		    uint32_t len, char fill, enum ibv_wc_status st)
-{
-	struct ibv_tmh h = {0};
-	struct ibv_wc wc;
-
-	memset(p->s.buf, fill, len);
-	h.opcode = op;
-	h.app_ctx = htobe32(app);
-	h.tag = htobe64(tag);
-	memcpy(p->s.buf, &h, len < sizeof(h) ? len : sizeof(h));
-	assert_int_equal(dp_post(p->s.qp, 0x5e, IBV_WR_SEND,
-				 (uintptr_t)p->s.buf, len, p->s.mr->lkey, 0, 0),
-			 0);
-	if (dp_expect_wc(p->s.cq, st, &wc, "send"))
-		fu_expect(wc.wr_id == 0x5e, "send wr_id %#" PRIx64, wc.wr_id);
-}
-
-/* tm_send() as a SEND_WITH_IMM carrying @imm (host order). */
-static void tm_send_imm(struct tm_pair *p, uint8_t op, uint32_t app,
-			uint64_t tag, uint32_t len, char fill, uint32_t imm)
+/* Send @len bytes whose TMH is (@op, @app, @tag), payload byte @fill, as
+ * @wop (SEND, or SEND_WITH_IMM carrying @imm in host order); expect the
+ * sender's completion @st. */
+static void tm_post(struct tm_pair *p, enum ibv_wr_opcode wop, uint32_t imm,
+		    uint8_t op, uint32_t app, uint64_t tag, uint32_t len,
+		    char fill, enum ibv_wc_status st)
 {
 	struct ibv_sge s = {(uintptr_t)p->s.buf, len, p->s.mr->lkey};
 	struct ibv_send_wr wr, *bad = NULL;
@@ -317,15 +300,28 @@ static void tm_send_imm(struct tm_pair *p, uint8_t op, uint32_t app,
 	h.tag = htobe64(tag);
 	memcpy(p->s.buf, &h, len < sizeof(h) ? len : sizeof(h));
 	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x5f;
-	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.wr_id = 0x5e;
+	wr.opcode = wop;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.imm_data = htobe32(imm);
 	wr.sg_list = &s;
 	wr.num_sge = 1;
 	assert_int_equal(ibv_post_send(p->s.qp, &wr, &bad), 0);
-	if (dp_expect_wc(p->s.cq, IBV_WC_SUCCESS, &wc, "send with imm"))
-		fu_expect(wc.wr_id == 0x5f, "send wr_id %#" PRIx64, wc.wr_id);
+	if (dp_expect_wc(p->s.cq, st, &wc, "send"))
+		fu_expect(wc.wr_id == 0x5e, "send wr_id %#" PRIx64, wc.wr_id);
+}
+
+static void tm_send(struct tm_pair *p, uint8_t op, uint32_t app, uint64_t tag,
+		    uint32_t len, char fill, enum ibv_wc_status st)
+{
+	tm_post(p, IBV_WR_SEND, 0, op, app, tag, len, fill, st);
+}
+
+static void tm_send_imm(struct tm_pair *p, uint8_t op, uint32_t app,
+			uint64_t tag, uint32_t len, char fill, uint32_t imm)
+{
+	tm_post(p, IBV_WR_SEND_WITH_IMM, imm, op, app, tag, len, fill,
+		IBV_WC_SUCCESS);
 }
 
 static void test_tm_caps(void **state)
