@@ -92,6 +92,9 @@
  * polling application received nothing (poll_idle). */
 #define POLL_IDLE_WINDOWS 4
 #define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
+/* An empty poll leaves the receive to the poller that made the last one
+ * when that was this recent (srdma_net_progress_from). */
+#define RX_LEAD_NS 5000ull
 
 struct srdma_net_ctx {
 	struct srdma_context *ctx;	/* immutable */
@@ -163,6 +166,12 @@ struct srdma_net_ctx {
 	/* The earliest held-ACK deadline armed since the last timer scan
 	 * (0: none): the inline path scans when it is due. */
 	_Atomic uint64_t ack_due;
+	/* The poller (a CQ) that receives for the others: the last one
+	 * whose empty poll looked at the socket, and when (ns). Any
+	 * application thread, relaxed: a stale value costs one system call
+	 * or one skipped look, never a lost datagram. */
+	_Atomic(const void *) rx_lead;
+	_Atomic uint64_t rx_lead_ns;
 	struct srdma_pcap *pcap;	/* immutable: SRDMA_PCAP, or NULL */
 	struct srdma_netfault *fault;	/* immutable: SRDMA_NET_FAULT, or
 					 * NULL (its own lock) */
@@ -1852,6 +1861,12 @@ static void poll_close(struct srdma_net_ctx *ep)
 
 int srdma_net_progress(struct srdma_context *ctx, int budget)
 {
+	return srdma_net_progress_from(ctx, NULL, budget);
+}
+
+int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
+			    int budget)
+{
 	struct srdma_net_ctx *ep = ep_of(ctx);
 	uint64_t now, ack;
 	bool lone = false;
@@ -1860,6 +1875,30 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	if (!ep || budget <= 0 || !ep->poll_inline)
 		return 0;
 	now = srdma_net_now_ns();
+	/* One look per round of the application's polls: UCX polls four
+	 * CQs per round (RC and UD, receive and send), and each empty one
+	 * used to make its own empty recvmmsg, so a datagram waited on
+	 * average half a round of system calls to be seen, and as much
+	 * again before the poll of the CQ it completes to came round. A
+	 * poller other than the one whose empty poll looked last leaves it
+	 * to that one while it keeps looking (within RX_LEAD_NS); it takes
+	 * over when that one stops. What it skips (the poll-mode stamp,
+	 * the timers) the leader does. */
+	if (poller) {
+		const void *lead = atomic_load_explicit(&ep->rx_lead,
+							memory_order_relaxed);
+
+		if (lead != poller) {
+			if (now - atomic_load_explicit(&ep->rx_lead_ns,
+						       memory_order_relaxed) <
+			    RX_LEAD_NS)
+				return 0;
+			atomic_store_explicit(&ep->rx_lead, poller,
+					      memory_order_relaxed);
+		}
+		atomic_store_explicit(&ep->rx_lead_ns, now,
+				      memory_order_relaxed);
+	}
 	/* Poll mode: the thread keeps off the socket until poll_ns after
 	 * the last of these calls (one store; the thread reads it when it
 	 * wakes). Not for an application that waits for events (an empty
