@@ -11,13 +11,14 @@
  * average half a round to be received, and as long again before the poll
  * of the CQ it completed to came round.
  *
- * The test counts, in its own thread, the poll and recvmmsg calls made
- * inside the library (interposed: it is linked statically into this
- * executable): three "CQs" polled in turn on an idle endpoint must make
- * about one look per round; a single poller, once the others stop, must
- * look at once (after the hand-over delay) and receive a queued datagram;
- * srdma_net_progress (no poller named) looks every time. Runs in a
- * network namespace of its own (needs root; skips otherwise).
+ * The test counts, in its own thread, the poll, recvmsg and recvmmsg
+ * calls made inside the library (interposed: it is linked statically
+ * into this executable): three "CQs" polled in turn on an idle endpoint
+ * must make about one look per round; a single poller, once the others
+ * stop, must look at once (after the hand-over delay) and receive a
+ * queued datagram; srdma_net_progress (no poller named) looks every
+ * time. Runs in a network namespace of its own (needs root; skips
+ * otherwise).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -49,14 +50,17 @@ static __thread unsigned int looks;
 typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
 typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned int, int,
 			   struct timespec *);
+typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
 static _Atomic poll_fn real_poll;
 static _Atomic recvmmsg_fn real_recvmmsg;
+static _Atomic recvmsg_fn real_recvmsg;
 
 static void resolve(void)
 {
 	atomic_store(&real_poll, (poll_fn)dlsym(RTLD_NEXT, "poll"));
 	atomic_store(&real_recvmmsg,
 		     (recvmmsg_fn)dlsym(RTLD_NEXT, "recvmmsg"));
+	atomic_store(&real_recvmsg, (recvmsg_fn)dlsym(RTLD_NEXT, "recvmsg"));
 }
 
 /* Interposed for the library; counts the calls of the thread that set
@@ -74,6 +78,13 @@ int recvmmsg(int fd, struct mmsghdr *m, unsigned int n, int flags,
 	if (counting)
 		looks++;
 	return atomic_load(&real_recvmmsg)(fd, m, n, flags, tmo);
+}
+
+ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	if (counting)
+		looks++;
+	return atomic_load(&real_recvmsg)(fd, m, flags);
 }
 
 static void lo_up(void)
@@ -194,7 +205,7 @@ static void test_one_look_per_round(void **state)
 	rounds("0");
 }
 
-/* In poll mode: the look is the receive itself (recvmmsg of one slot). */
+/* In poll mode: the look is the receive itself (one slot: recvmsg). */
 static void test_one_look_per_round_poll_mode(void **state)
 {
 	(void)state;

@@ -668,6 +668,25 @@ static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
 }
 
 /*
+ * recvmmsg of @want slots, MSG_DONTWAIT. One slot (the inline path's
+ * usual case): recvmsg, which does the same for less (no mmsghdr array
+ * to copy and loop over, no second look at the socket: ~30 ns per call
+ * here, empty or not). Return: as recvmmsg.
+ */
+static int recv_dgrams(int fd, struct mmsghdr *m, unsigned int want)
+{
+	ssize_t b;
+
+	if (want != 1)
+		return recvmmsg(fd, m, want, MSG_DONTWAIT, NULL);
+	b = recvmsg(fd, &m->msg_hdr, MSG_DONTWAIT);
+	if (b < 0)
+		return -1;
+	m->msg_len = (unsigned int)b;
+	return 1;
+}
+
+/*
  * Receive and handle up to @budget packets from the UDP socket. @one (the
  * inline path): first one datagram, in a recvmmsg of one slot (a GRO
  * datagram is still handled whole); if it held a request, back to the
@@ -702,8 +721,7 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 			mh->msg_flags = 0;
 		}
 		SRDMA_LT(SRDMA_LT_RX0);
-		n = recvmmsg(ep->udp, ep->msgs, (unsigned int)want,
-			     MSG_DONTWAIT, NULL);
+		n = recv_dgrams(ep->udp, ep->msgs, (unsigned int)want);
 		if (n <= 0)
 			break;
 		SRDMA_LT(SRDMA_LT_RX1);
@@ -1564,6 +1582,25 @@ static void poll_stamp(struct srdma_net_ctx *ep, uint64_t now)
 }
 
 /*
+ * sendmmsg of @k datagrams (GSO sends count as one), MSG_DONTWAIT. One
+ * (a ping-pong's usual case): sendmsg, which does the same for less (no
+ * mmsghdr array to copy and loop over: ~0.1 us per send with the
+ * receive here). Return: as sendmmsg.
+ */
+static int send_dgrams(int fd, struct mmsghdr *mm, unsigned int k)
+{
+	ssize_t b;
+
+	if (k != 1)
+		return sendmmsg(fd, mm, k, MSG_DONTWAIT);
+	b = sendmsg(fd, &mm->msg_hdr, MSG_DONTWAIT);
+	if (b < 0)
+		return -1;
+	mm->msg_len = (unsigned int)b;
+	return 1;
+}
+
+/*
  * Send @m[0..n) for real: consecutive datagrams that can go as one UDP
  * GSO send do (gso_run), the others one by one, all of a round in one
  * sendmmsg. Return: how many went, or -errno if none.
@@ -1667,8 +1704,7 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 						     memory_order_relaxed);
 		} else {
 			SRDMA_LT(SRDMA_LT_TX0);
-			r = sendmmsg(ep->udp, mm, (unsigned int)k,
-				     MSG_DONTWAIT);
+			r = send_dgrams(ep->udp, mm, (unsigned int)k);
 			SRDMA_LT(SRDMA_LT_TX1);
 		}
 		if (r > 0) {
@@ -1808,7 +1844,7 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 	mh->msg_controllen = sizeof(ep->cbuf[k].buf);
 	mh->msg_flags = 0;
 	SRDMA_LT(SRDMA_LT_RX0);
-	r = recvmmsg(ep->udp, &ep->msgs[k], 1, MSG_DONTWAIT, NULL);
+	r = recv_dgrams(ep->udp, &ep->msgs[k], 1);
 	if (r == 1) {
 		SRDMA_LT(SRDMA_LT_RX1);
 		pthread_mutex_lock(&ep->drain_lock);
