@@ -60,10 +60,11 @@ void srdma_engine_cq_progress(struct srdma_cq *cq);
 
 /**
  * srdma_engine_cq_idle() - a poll found @cq empty: receive what the net
- * transport has queued for the context ourselves (srdma_net_progress: a
- * bounded, non-blocking drain of the endpoint's sockets, unless the
- * context has no endpoint or SRDMA_NET_INLINE=0), rather than wait for
- * its progress thread to be woken and scheduled.
+ * transport has queued for the context ourselves (srdma_net_progress_from:
+ * a bounded, non-blocking drain of the endpoint's sockets, unless the
+ * context has no endpoint or SRDMA_NET_INLINE=0, or another CQ of the
+ * context polled empty and looked within the last few microseconds),
+ * rather than wait for its progress thread to be woken and scheduled.
  * Return: datagrams handled (> 0: poll again).
  * Context: the application's poll, no lock held.
  */

@@ -82,7 +82,7 @@ void srdma_engine_cq_progress(struct srdma_cq *cq)
 
 int srdma_engine_cq_idle(struct srdma_cq *cq)
 {
-	return srdma_net_progress(cq->ctx, 16);
+	return srdma_net_progress_from(cq->ctx, cq, 16);
 }
 
 void srdma_engine_ctx_blocks(struct srdma_context *ctx)

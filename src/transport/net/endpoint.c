@@ -92,6 +92,9 @@
  * polling application received nothing (poll_idle). */
 #define POLL_IDLE_WINDOWS 4
 #define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
+/* An empty poll leaves the receive to the poller that made the last one
+ * when that was this recent (srdma_net_progress_from). */
+#define RX_LEAD_NS 5000ull
 
 struct srdma_net_ctx {
 	struct srdma_context *ctx;	/* immutable */
@@ -163,6 +166,12 @@ struct srdma_net_ctx {
 	/* The earliest held-ACK deadline armed since the last timer scan
 	 * (0: none): the inline path scans when it is due. */
 	_Atomic uint64_t ack_due;
+	/* The poller (a CQ) that receives for the others: the last one
+	 * whose empty poll looked at the socket, and when (ns). Any
+	 * application thread, relaxed: a stale value costs one system call
+	 * or one skipped look, never a lost datagram. */
+	_Atomic(const void *) rx_lead;
+	_Atomic uint64_t rx_lead_ns;
 	struct srdma_pcap *pcap;	/* immutable: SRDMA_PCAP, or NULL */
 	struct srdma_netfault *fault;	/* immutable: SRDMA_NET_FAULT, or
 					 * NULL (its own lock) */
@@ -659,6 +668,25 @@ static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
 }
 
 /*
+ * recvmmsg of @want slots, MSG_DONTWAIT. One slot (the inline path's
+ * usual case): recvmsg, which does the same for less (no mmsghdr array
+ * to copy and loop over, no second look at the socket: ~30 ns per call
+ * here, empty or not). Return: as recvmmsg.
+ */
+static int recv_dgrams(int fd, struct mmsghdr *m, unsigned int want)
+{
+	ssize_t b;
+
+	if (want != 1)
+		return recvmmsg(fd, m, want, MSG_DONTWAIT, NULL);
+	b = recvmsg(fd, &m->msg_hdr, MSG_DONTWAIT);
+	if (b < 0)
+		return -1;
+	m->msg_len = (unsigned int)b;
+	return 1;
+}
+
+/*
  * Receive and handle up to @budget packets from the UDP socket. @one (the
  * inline path): first one datagram, in a recvmmsg of one slot (a GRO
  * datagram is still handled whole); if it held a request, back to the
@@ -693,8 +721,7 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 			mh->msg_flags = 0;
 		}
 		SRDMA_LT(SRDMA_LT_RX0);
-		n = recvmmsg(ep->udp, ep->msgs, (unsigned int)want,
-			     MSG_DONTWAIT, NULL);
+		n = recv_dgrams(ep->udp, ep->msgs, (unsigned int)want);
 		if (n <= 0)
 			break;
 		SRDMA_LT(SRDMA_LT_RX1);
@@ -1555,6 +1582,25 @@ static void poll_stamp(struct srdma_net_ctx *ep, uint64_t now)
 }
 
 /*
+ * sendmmsg of @k datagrams (GSO sends count as one), MSG_DONTWAIT. One
+ * (a ping-pong's usual case): sendmsg, which does the same for less (no
+ * mmsghdr array to copy and loop over: ~0.1 us per send with the
+ * receive here). Return: as sendmmsg.
+ */
+static int send_dgrams(int fd, struct mmsghdr *mm, unsigned int k)
+{
+	ssize_t b;
+
+	if (k != 1)
+		return sendmmsg(fd, mm, k, MSG_DONTWAIT);
+	b = sendmsg(fd, &mm->msg_hdr, MSG_DONTWAIT);
+	if (b < 0)
+		return -1;
+	mm->msg_len = (unsigned int)b;
+	return 1;
+}
+
+/*
  * Send @m[0..n) for real: consecutive datagrams that can go as one UDP
  * GSO send do (gso_run), the others one by one, all of a round in one
  * sendmmsg. Return: how many went, or -errno if none.
@@ -1658,8 +1704,7 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 						     memory_order_relaxed);
 		} else {
 			SRDMA_LT(SRDMA_LT_TX0);
-			r = sendmmsg(ep->udp, mm, (unsigned int)k,
-				     MSG_DONTWAIT);
+			r = send_dgrams(ep->udp, mm, (unsigned int)k);
 			SRDMA_LT(SRDMA_LT_TX1);
 		}
 		if (r > 0) {
@@ -1799,7 +1844,7 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 	mh->msg_controllen = sizeof(ep->cbuf[k].buf);
 	mh->msg_flags = 0;
 	SRDMA_LT(SRDMA_LT_RX0);
-	r = recvmmsg(ep->udp, &ep->msgs[k], 1, MSG_DONTWAIT, NULL);
+	r = recv_dgrams(ep->udp, &ep->msgs[k], 1);
 	if (r == 1) {
 		SRDMA_LT(SRDMA_LT_RX1);
 		pthread_mutex_lock(&ep->drain_lock);
@@ -1852,6 +1897,12 @@ static void poll_close(struct srdma_net_ctx *ep)
 
 int srdma_net_progress(struct srdma_context *ctx, int budget)
 {
+	return srdma_net_progress_from(ctx, NULL, budget);
+}
+
+int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
+			    int budget)
+{
 	struct srdma_net_ctx *ep = ep_of(ctx);
 	uint64_t now, ack;
 	bool lone = false;
@@ -1860,6 +1911,30 @@ int srdma_net_progress(struct srdma_context *ctx, int budget)
 	if (!ep || budget <= 0 || !ep->poll_inline)
 		return 0;
 	now = srdma_net_now_ns();
+	/* One look per round of the application's polls: UCX polls four
+	 * CQs per round (RC and UD, receive and send), and each empty one
+	 * used to make its own empty recvmmsg, so a datagram waited on
+	 * average half a round of system calls to be seen, and as much
+	 * again before the poll of the CQ it completes to came round. A
+	 * poller other than the one whose empty poll looked last leaves it
+	 * to that one while it keeps looking (within RX_LEAD_NS); it takes
+	 * over when that one stops. What it skips (the poll-mode stamp,
+	 * the timers) the leader does. */
+	if (poller) {
+		const void *lead = atomic_load_explicit(&ep->rx_lead,
+							memory_order_relaxed);
+
+		if (lead != poller) {
+			if (now - atomic_load_explicit(&ep->rx_lead_ns,
+						       memory_order_relaxed) <
+			    RX_LEAD_NS)
+				return 0;
+			atomic_store_explicit(&ep->rx_lead, poller,
+					      memory_order_relaxed);
+		}
+		atomic_store_explicit(&ep->rx_lead_ns, now,
+				      memory_order_relaxed);
+	}
 	/* Poll mode: the thread keeps off the socket until poll_ns after
 	 * the last of these calls (one store; the thread reads it when it
 	 * wakes). Not for an application that waits for events (an empty

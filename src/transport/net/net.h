@@ -372,6 +372,21 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
 int srdma_net_progress(struct srdma_context *ctx, int budget);
 
 /**
+ * srdma_net_progress_from() - srdma_net_progress() for an application
+ * that polls several CQs of the context in turn (@poller: the CQ whose
+ * poll found it empty; NULL: as srdma_net_progress). Only the poller
+ * whose empty poll looked at the socket last looks again while it keeps
+ * polling; the others return 0 at once (one clock read) unless its last
+ * look is more than a few microseconds old, and then take over. So a
+ * round of polls over several CQs makes one receive system call, not
+ * one per CQ: what it receives lands in whichever CQ it completes to,
+ * which the round then finds.
+ * Return: datagrams handled.
+ */
+int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
+			    int budget);
+
+/**
  * srdma_net_poll_end() - the application is about to block (arms a CQ
  * for events, waits for one): end poll mode at once, so the progress
  * thread receives again, and wake it if it had left the socket to the
