@@ -116,7 +116,9 @@ final_fig()
 		v = sprintf("%.4f", $c * m) } END { if (v != "") print v }' "$1"
 }
 
-# mpi_fig FILE lat|bw: mpi_check --bench's figure (us, GB/s).
+# mpi_fig FILE lat|bw|rt: mpi_check --bench's figure (us, GB/s; rt: the
+# median 1 MiB round trip, us, which the mean behind bw hides: a run with
+# a few stalls of a scheduler tick has a low mean and a fast median).
 mpi_fig()
 {
 	awk -v w="$2" '$1 == "mpi_check:" && $2 == "BENCH" {
@@ -126,6 +128,10 @@ mpi_fig()
 				printf "%.4f\n", kv[2]
 			if (w == "bw" && kv[1] == "pingpong_1MiB_MBps")
 				printf "%.4f\n", kv[2] / 1000
+			if (w == "rt" && kv[1] == "pingpong_1MiB_rt_us") {
+				split(kv[2], rt, "/")
+				printf "%.0f\n", rt[2]
+			}
 		}
 	}' "$1"
 }
@@ -209,7 +215,7 @@ net_ucx()
 # net_mpi NAME MPIRUN_ARGS...: mpi_check --bench, one rank per host.
 net_mpi()
 {
-	local name=$1
+	local name=$1 rt
 
 	shift
 	echo "== two hosts: mpirun -np 2 --map-by node $*"
@@ -218,6 +224,8 @@ net_mpi()
 	grep -E '^mpi_check:' "$out/mpi" || cat "$out/mpi"
 	note "$name.lat" "$(mpi_fig "$out/mpi" lat)"
 	note "$name.bw" "$(mpi_fig "$out/mpi" bw)"
+	rt=$(mpi_fig "$out/mpi" rt)
+	[ -n "$rt" ] && note "$name.rt" "$rt"
 }
 
 # qperf_fig FILE: qperf's first figure in FILE, in GB/s.
@@ -404,6 +412,7 @@ echo "  UCX rc_v / UCX tcp, ucp_put_bw 1 MiB: $(ratio nbw.rc nbw.tcp '>=' 1.0)"
 echo "  UCX rc_v / UCX tcp, ucp_am_lat 8 B: $(ratio nlat.rc nlat.tcp '<=' 1.0)"
 echo "  MPI pml ucx / btl tcp, 1 MiB ping-pong: $(ratio nmpi.ucx.bw nmpi.tcp.bw '>=' 1.0)"
 echo "  (MPI pml ucx / btl tcp, 8 B latency: $(ratio nmpi.ucx.lat nmpi.tcp.lat))"
+echo "  (MPI 1 MiB median round trip, us: pml ucx $(show nmpi.ucx.rt), btl tcp $(show nmpi.tcp.rt))"
 echo "One host, softrdma against shared memory (no target):"
 echo "  ucp_put_bw 1 MiB, rc_v / posix: $(ratio bw.rc_v bw.posix), rc_v / cma: $(ratio bw.rc_v bw.cma,posix), rc_v / sm: $(ratio bw.rc_v bw.sm)"
 echo "  ucp_am_lat 8 B, rc_v / posix: $(ratio lat.rc_v lat.posix), rc_v / sm: $(ratio lat.rc_v lat.sm)"

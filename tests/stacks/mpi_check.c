@@ -31,14 +31,16 @@
  * checked byte for byte afterwards. Rank 0 prints "mpi_check: BENCH
  * ranks=N pingpong_8B_us=<mean half round trip>
  * pingpong_8B_median_us=<median half round trip> pingpong_1MiB_MBps=<2 MiB
- * per mean round trip, 10^6 bytes/s>" or "mpi_check: FAILED ...". The
- * median is what a busy machine disturbs least.
+ * per mean round trip, 10^6 bytes/s> pingpong_1MiB_rt_us=<minimum,
+ * median and 90th percentile of the 1 MiB round trips>" or "mpi_check:
+ * FAILED ...". The median is what a busy machine disturbs least.
  */
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -169,19 +171,32 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Round trips of one timed ping-pong (s): minimum, median, 90th
+ * percentile (rank 0's). */
+struct rt_stats {
+	double min, median, p90;
+};
+
 /* Timed ping-pong of @size bytes, rank 0 <-> 1, @iters round trips after
  * @iters / 10 + 1 warm-up ones; both sides send the pattern of the last
  * iteration, checked once at the end. Returns the mean round trip (s);
- * rank 0 also stores the median one in *@median. */
+ * rank 0 also stores the distribution of the round trips in *@rs, and
+ * with MPI_CHECK_RT=FILE in the environment appends every round trip to
+ * FILE (after a line "# SIZE", one a line: microseconds, and when it began
+ * in CLOCK_MONOTONIC seconds, as `perf record -k mono` stamps events):
+ * what tells a run whose every trip is slow from one with a few long
+ * stalls, and finds a stall in a scheduler trace. */
 static double timed(unsigned char *sbuf, unsigned char *rbuf, int size,
-		    int iters, double *median)
+		    int iters, struct rt_stats *rs)
 {
 	double *rt = malloc((size_t)iters * sizeof(*rt));
+	double *at = malloc((size_t)iters * sizeof(*at));
+	struct timespec ts;
 	MPI_Status st;
 	double t0 = 0, t;
 	int it, warm = iters / 10 + 1;
 
-	if (!rt) {
+	if (!rt || !at) {
 		fprintf(stderr, "mpi_check: out of memory\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
@@ -190,6 +205,10 @@ static double timed(unsigned char *sbuf, unsigned char *rbuf, int size,
 		if (it == 0)
 			t0 = MPI_Wtime();
 		t = MPI_Wtime();
+		if (it >= 0) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			at[it] = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+		}
 		if (rank == 0) {
 			MPI_Send(sbuf, size, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
 			MPI_Recv(rbuf, size, MPI_BYTE, 1, 2, MPI_COMM_WORLD,
@@ -205,17 +224,32 @@ static double timed(unsigned char *sbuf, unsigned char *rbuf, int size,
 	t0 = MPI_Wtime() - t0;
 	if (rank <= 1)
 		check(rbuf, &st, !rank, size, iters);
+	if (rank == 0 && getenv("MPI_CHECK_RT")) {
+		FILE *f = fopen(getenv("MPI_CHECK_RT"), "a");
+
+		if (f) {
+			fprintf(f, "# %d\n", size);
+			for (it = 0; it < iters; it++)
+				fprintf(f, "%.1f %.6f\n", rt[it] * 1e6,
+					at[it]);
+			fclose(f);
+		}
+	}
 	qsort(rt, (size_t)iters, sizeof(*rt), cmp_double);
-	*median = iters % 2 ? rt[iters / 2]
-			    : (rt[iters / 2 - 1] + rt[iters / 2]) / 2;
+	rs->min = rt[0];
+	rs->median = iters % 2 ? rt[iters / 2]
+			       : (rt[iters / 2 - 1] + rt[iters / 2]) / 2;
+	rs->p90 = rt[iters * 9 / 10];
 	free(rt);
+	free(at);
 	return t0 / iters;
 }
 
 static int bench(int iters)
 {
 	unsigned char *sbuf = malloc(MAX_SIZE), *rbuf = malloc(MAX_SIZE);
-	double lat, med, bw, unused;
+	struct rt_stats small, large;
+	double lat, bw;
 	long total = 0;
 	int big = iters / 20 < 10 ? 10 : iters / 20;
 
@@ -223,9 +257,8 @@ static int bench(int iters)
 		fprintf(stderr, "mpi_check: out of memory\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
-	lat = timed(sbuf, rbuf, 8, iters, &med) / 2 * 1e6;
-	med = med / 2 * 1e6;
-	bw = 2.0 * MAX_SIZE / timed(sbuf, rbuf, MAX_SIZE, big, &unused) / 1e6;
+	lat = timed(sbuf, rbuf, 8, iters, &small) / 2 * 1e6;
+	bw = 2.0 * MAX_SIZE / timed(sbuf, rbuf, MAX_SIZE, big, &large) / 1e6;
 	MPI_Allreduce(&errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
 	if (rank == 0) {
 		if (total)
@@ -233,8 +266,11 @@ static int bench(int iters)
 		else
 			printf("mpi_check: BENCH ranks=%d pingpong_8B_us=%.2f "
 			       "pingpong_8B_median_us=%.2f "
-			       "pingpong_1MiB_MBps=%.1f\n",
-			       nranks, lat, med, bw);
+			       "pingpong_1MiB_MBps=%.1f "
+			       "pingpong_1MiB_rt_us=%.0f/%.0f/%.0f\n",
+			       nranks, lat, small.median / 2 * 1e6, bw,
+			       large.min * 1e6, large.median * 1e6,
+			       large.p90 * 1e6);
 	}
 	free(sbuf);
 	free(rbuf);

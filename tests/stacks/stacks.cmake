@@ -241,3 +241,13 @@ srdma_net_stack_test(fi_verbs_msg CMD fi -p verbs -e msg -c -I 100 -S 4096)
 # of both sides not yet explained.
 srdma_net_stack_test(fi_rxm_rdm LONG CMD rdm -c -I 100 -S 4096)
 srdma_net_stack_test(fi_rxm_rdm_1m LONG CMD rdm -c -I 20 -S 1048576)
+
+# Open MPI's 1 MiB ping-pong between two test hosts with both ranks on one
+# CPU (what a loaded machine does to a run now and then): the idle yield
+# keeps it fast (docs/design/net-endpoint.md, "Sharing a CPU").
+add_test(NAME stacks.net.mpi_shared_cpu
+	COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/../net/net_mpi_shared_cpu.sh
+		$<TARGET_FILE:srdma> ${SRDMA_MPI_CHECK})
+set_tests_properties(stacks.net.mpi_shared_cpu PROPERTIES TIMEOUT 130
+	LABELS "stacks;net" SKIP_RETURN_CODE 77)
+srdma_test_env(stacks.net.mpi_shared_cpu)

@@ -45,6 +45,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@
 #define GSO_BYTES SRDMA_WIRE_GSO_BYTES
 #define QP_SLOTS (1u << SRDMA_QPN_SHIFT)
 #define SRDMA_NET_POLL_US_DEFAULT 200	/* poll mode after an inline poll */
+#define SRDMA_NET_YIELD_US_DEFAULT 50	/* empty polls before a yield */
 /* Poll mode ends for the thread after this many windows in which the
  * polling application received nothing (poll_idle). */
 #define POLL_IDLE_WINDOWS 4
@@ -151,6 +153,7 @@ struct srdma_net_ctx {
 	 * thread stores it. udp_off: the socket is out of the set (set by
 	 * the thread, read by srdma_net_poll_end to decide on a kick). */
 	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
+	uint64_t yield_ns;		/* immutable: SRDMA_NET_YIELD_US */
 	_Atomic uint64_t poll_until;
 	_Atomic bool udp_off;
 	/* Idle poll mode (poll_idle): st.inline_rx as last seen and since
@@ -1129,6 +1132,8 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	ep->poll_ns = ep->poll_inline ? env_us("SRDMA_NET_POLL_US",
 					       SRDMA_NET_POLL_US_DEFAULT,
 					       1000000) * 1000 : 0;
+	ep->yield_ns = env_us("SRDMA_NET_YIELD_US", SRDMA_NET_YIELD_US_DEFAULT,
+			      1000000) * 1000;
 	atomic_init(&ep->sleep_until, UINT64_MAX);
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->drain_lock, NULL);
@@ -1273,13 +1278,14 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 	ep = atomic_exchange_explicit(&ctx->net, NULL, memory_order_acq_rel);
 	if (!ep || ep_inherited(ep))
 		return;		/* a child's copy: its fds are closed */
-	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs (%llu ended by a lone ACK), %llu of %llu datagrams received inline",
+	srdma_dbg("lid %u: net endpoint closes: %llu thread wake-ups, %llu poll-mode hand-offs (%llu ended by a lone ACK), %llu of %llu datagrams received inline, %llu idle yields",
 		  ep->id.lid,
 		  (unsigned long long)atomic_load(&ep->st.wakeups),
 		  (unsigned long long)atomic_load(&ep->st.poll_handoffs),
 		  (unsigned long long)atomic_load(&ep->st.lone_acks),
 		  (unsigned long long)atomic_load(&ep->st.inline_rx),
-		  (unsigned long long)atomic_load(&ep->st.rx_dgrams));
+		  (unsigned long long)atomic_load(&ep->st.rx_dgrams),
+		  (unsigned long long)atomic_load(&ep->st.idle_yields));
 	atomic_store(&ep->stop, true);
 	if (write(ep->evfd, &one, sizeof(one)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
@@ -1895,6 +1901,44 @@ static void poll_close(struct srdma_net_ctx *ep)
 		srdma_dbg("eventfd: %s", strerror(errno));
 }
 
+/* Per polling thread: its last inline poll, since when its polls have
+ * found nothing (0: the last one received), until when it yields while
+ * idle (it was descheduled lately), and its last yield. */
+static _Thread_local uint64_t idle_last, idle_from, idle_shared,
+	idle_yielded;
+
+/* A poll that finds nothing for yield_ns yields the CPU, while the
+ * thread shows signs of sharing it: a gap of YIELD_GAP_NS between two of
+ * its polls. See net-endpoint.md, "Sharing a CPU". */
+#define YIELD_GAP_NS 500000u
+#define YIELD_HOLD_NS 100000000u
+
+static void idle_yield(struct srdma_net_ctx *ep, int n, uint64_t start,
+		       uint64_t now)
+{
+	uint64_t last = idle_last;
+
+	idle_last = now;
+	if (!ep->yield_ns)
+		return;
+	if (last && start - last > YIELD_GAP_NS)
+		idle_shared = now + YIELD_HOLD_NS;
+	if (n) {
+		idle_from = 0;
+		return;
+	}
+	if (!idle_from) {
+		idle_from = now;
+		return;
+	}
+	if (now > idle_shared || now - idle_from < ep->yield_ns ||
+	    now - idle_yielded < ep->yield_ns)
+		return;
+	idle_yielded = now;
+	cnt(&ep->st.idle_yields, 1);
+	sched_yield();
+}
+
 int srdma_net_progress(struct srdma_context *ctx, int budget)
 {
 	return srdma_net_progress_from(ctx, NULL, budget);
@@ -1904,13 +1948,13 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 			    int budget)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
-	uint64_t now, ack;
+	uint64_t now, start, ack;
 	bool lone = false;
 	int n;
 
 	if (!ep || budget <= 0 || !ep->poll_inline)
 		return 0;
-	now = srdma_net_now_ns();
+	now = start = srdma_net_now_ns();
 	/* One look per round of the application's polls: UCX polls four
 	 * CQs per round (RC and UD, receive and send), and each empty one
 	 * used to make its own empty recvmmsg, so a datagram waited on
@@ -1986,6 +2030,7 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 		run_timers(ep, now, NULL);
 		pthread_mutex_unlock(&ep->timer_lock);
 	}
+	idle_yield(ep, n, start, now);
 	return n;
 }
 

@@ -290,6 +290,9 @@ struct srdma_net_ep_stats {
 	_Atomic uint64_t poll_handoffs;
 	/* poll mode ended early by a lone ACK (srdma_net_lone_ack) */
 	_Atomic uint64_t lone_acks;
+	/* an application polling nothing for a while yielded its CPU
+	 * (srdma_net_progress, net-endpoint.md "Sharing a CPU") */
+	_Atomic uint64_t idle_yields;
 };
 
 /* Copy @ctx's endpoint counters. Return: 0, -ENOENT (no endpoint). */
