@@ -1955,15 +1955,17 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 	if (!ep || budget <= 0 || !ep->poll_inline)
 		return 0;
 	now = start = srdma_net_now_ns();
-	/* One look per round of the application's polls: UCX polls four
-	 * CQs per round (RC and UD, receive and send), and each empty one
-	 * used to make its own empty recvmmsg, so a datagram waited on
-	 * average half a round of system calls to be seen, and as much
-	 * again before the poll of the CQ it completes to came round. A
-	 * poller other than the one whose empty poll looked last leaves it
-	 * to that one while it keeps looking (within RX_LEAD_NS); it takes
-	 * over when that one stops. What it skips (the poll-mode stamp,
-	 * the timers) the leader does. */
+	/* One look per round of the application's polls: UCX polls two
+	 * CQs per round (its RC interface's receive and send CQs; four
+	 * while it connects, with UD's), and each empty one used to look
+	 * at the socket itself (poll, or an empty receive in poll mode),
+	 * so a datagram waited on average half a round of system calls
+	 * to be seen, and as much again before the poll of the CQ it
+	 * completes to came round. A poller other than the one whose
+	 * empty poll looked last leaves it to that one while it keeps
+	 * looking (within RX_LEAD_NS); it takes over when that one stops.
+	 * What it skips (the poll-mode stamp, the timers) the leader
+	 * does. */
 	if (poller) {
 		const void *lead = atomic_load_explicit(&ep->rx_lead,
 							memory_order_relaxed);
