@@ -182,7 +182,8 @@ static int dm_file_new(struct srdma_context *ctx, struct srdma_dm *dm,
 	sh->data_len = map_len;
 	sh->handle = dm->ibdm.handle;
 	atomic_store(&sh->use, 0);
-	atomic_thread_fence(memory_order_release);
+	/* Last, though nobody reads it before we return: an importer
+	 * learns the handle from the application, after this. */
 	sh->magic = SRDMA_DM_MAGIC;
 	dm->sh = sh;
 	dm->map = map;
