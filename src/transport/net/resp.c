@@ -987,9 +987,11 @@ static void ack_init(void)
  * AckReq set) wait for a request of ours to ride behind? Only when a
  * reply is likely (our requester sent a request lately: ping-pong
  * traffic), when no timeout of the peer's is likely to be that short,
- * and when our application does not wait for events.
+ * and when our application does not wait for events. @nowp: the clock
+ * it read, for ack_hold (set whenever it returns true).
  */
-static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs)
+static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs,
+			 uint64_t *nowp)
 {
 	struct srdma_net_qp *nq = r->nq;
 	uint64_t sent, now;
@@ -999,6 +1001,7 @@ static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs)
 	if (!ack_delay_ns || !(hdrs & SRDMA_HDR_LAST))
 		return false;
 	now = srdma_net_now_ns();
+	*nowp = now;
 	atomic_store_explicit(&nq->req_rx_ns, now, memory_order_relaxed);
 	sent = atomic_load_explicit(&nq->req_tx_ns, memory_order_relaxed);
 	if (!sent)
@@ -1018,7 +1021,7 @@ static bool ack_may_wait(struct srdma_netresp *r, uint32_t hdrs)
 /* Hold the ACK of @psn back: our requester's next request takes it along
  * (srdma_netresp_ack_take from req.c), or the timer sends it. A newer one
  * replaces an older one (ACKs are cumulative) and keeps its deadline. */
-static void ack_hold(struct srdma_netresp *r, uint32_t psn)
+static void ack_hold(struct srdma_netresp *r, uint32_t psn, uint64_t now)
 {
 	struct srdma_net_qp *nq = r->nq;
 	uint64_t w = SRDMA_NET_ACK_HELD | (uint64_t)(r->msn & 0xffffff) << 24 |
@@ -1029,8 +1032,9 @@ static void ack_hold(struct srdma_netresp *r, uint32_t psn)
 				  memory_order_relaxed);
 	if (atomic_exchange(&nq->ack_pending, w))
 		return;
-	/* A fresh hold: a fresh deadline (see srdma_netresp_ack_timer). */
-	due = srdma_net_now_ns();
+	/* A fresh hold: a fresh deadline (see srdma_netresp_ack_timer),
+	 * from ack_may_wait's clock reading a moment ago (one per packet). */
+	due = now;
 	atomic_store_explicit(&nq->ack_held_ns, due, memory_order_relaxed);
 	due += ack_delay_ns;
 	atomic_store(&nq->ack_due_ns, due);
@@ -1365,8 +1369,10 @@ static void rc_input(struct srdma_netresp *r, struct srdma_target *t,
 	if (hdrs & SRDMA_HDR_LAST)
 		r->msn = (r->msn + 1) & 0xffffff;
 	if (pkt->ackreq) {
-		if (ack_may_wait(r, hdrs))
-			ack_hold(r, pkt->psn);
+		uint64_t now = 0;
+
+		if (ack_may_wait(r, hdrs, &now))
+			ack_hold(r, pkt->psn, now);
 		else
 			send_ack(r, SRDMA_AETH_ACK, pkt->psn);
 	}
