@@ -606,8 +606,9 @@ static void flush_all(struct srdma_netreq *r)
 
 /* Send the batch: the one place packets leave, in as few system calls
  * as the endpoint manages (sendmmsg). What is not sent is lost like a
- * packet on the wire and recovered by the protocol. */
-static void nr_tx_flush(struct srdma_netreq *r)
+ * packet on the wire and recovered by the protocol. @now: the caller's
+ * clock reading of a moment ago (nr_send: one per post), 0 to read it. */
+static void nr_tx_flush(struct srdma_netreq *r, uint64_t now)
 {
 	struct srdma_net_qp *nq = r->nq;
 	struct srdma_net_msg m[NR_BATCH + 1];
@@ -631,8 +632,10 @@ static void nr_tx_flush(struct srdma_netreq *r)
 	 * peer rides right behind them (net-responder.md, "ACK timing"),
 	 * so the peer executes our request before it sees its completion. */
 	if (nq->connected && reliable(r->qp)) {
-		uint64_t now = srdma_net_now_ns(), prev;
+		uint64_t prev;
 
+		if (!now)
+			now = srdma_net_now_ns();
 		/* Our previous request's time: the pace of the ping-pong,
 		 * by which the ACK may wait for a later request. */
 		prev = atomic_load_explicit(&nq->req_tx_ns,
@@ -705,7 +708,7 @@ static int nr_tx_pkt(struct srdma_netreq *r, struct srdma_pkt *pkt,
 	uint32_t hl;
 
 	if (r->ntx == NR_BATCH)
-		nr_tx_flush(r);
+		nr_tx_flush(r, 0);
 	hl = tx_hdr(r, r->ntx, pkt, 0);
 	if (!hl)
 		return -EINVAL;
@@ -796,7 +799,7 @@ static int send_data_pkts(struct srdma_netreq *r, struct nr_wqe *w,
 	int e;
 
 	if (r->ntx == NR_BATCH)
-		nr_tx_flush(r);
+		nr_tx_flush(r, 0);
 	n = w->npkts - w->next_pkt;
 	if (n > max)
 		n = max;
@@ -915,7 +918,7 @@ static int send_atomic_write(struct srdma_netreq *r, struct nr_wqe *w)
 	pkt.dma_len = 8;
 	pkt.ackreq = true;
 	if (r->ntx == NR_BATCH)
-		nr_tx_flush(r);
+		nr_tx_flush(r, 0);
 	hl = tx_hdr(r, r->ntx, &pkt, 8);
 	if (!hl)
 		return -EINVAL;
@@ -979,7 +982,7 @@ static void nr_send(struct srdma_netreq *r, uint64_t now)
 			start_wqe(r, w);
 		if (w->status != IBV_WC_SUCCESS) {
 			/* Failed locally: stop here; it completes in order. */
-			nr_tx_flush(r);
+			nr_tx_flush(r, now);
 			complete_ready(r);
 			break;
 		}
@@ -1033,7 +1036,7 @@ static void nr_send(struct srdma_netreq *r, uint64_t now)
 					r->cur++;
 					if (!rc) {
 						/* UC/UD: done when sent */
-						nr_tx_flush(r);
+						nr_tx_flush(r, now);
 						w->done = true;
 					}
 				}
@@ -1051,7 +1054,7 @@ static void nr_send(struct srdma_netreq *r, uint64_t now)
 		if (!rc)
 			complete_ready(r);
 	}
-	nr_tx_flush(r);
+	nr_tx_flush(r, now);
 	atomic_store_explicit(&r->nq->st->sq_psn, r->psn,
 			      memory_order_relaxed);
 	if (sent)
