@@ -1270,6 +1270,9 @@ struct srdma_net_ctx *srdma_net_ctx_get(struct srdma_context *ctx)
 	return ep;
 }
 
+/* At close: at most this many receive rounds forward what is queued. */
+#define CLOSE_DRAIN_ROUNDS 16
+
 void srdma_net_ctx_close(struct srdma_context *ctx)
 {
 	struct srdma_net_ctx *ep, **pp;
@@ -1290,6 +1293,20 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 	if (write(ep->evfd, &one, sizeof(one)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
 	pthread_join(ep->thread, NULL);
+	/* The kernel drops what is queued on a socket that leaves the
+	 * reuseport group. Among it may be datagrams for other contexts of
+	 * this namespace that steering put here (another state directory's
+	 * members are not in our program): e.g. the ACK our last QP flushed
+	 * to a peer in this namespace as it was destroyed, which our thread
+	 * had no time to forward on a loaded machine - the peer then
+	 * retried into the void and ended in RETRY_EXC_ERR. Forward them
+	 * now (ours find no QP and are dropped); a bounded number of
+	 * rounds, so that a flood cannot hold the close. */
+	pthread_mutex_lock(&ep->drain_lock);
+	for (int r = 0; r < CLOSE_DRAIN_ROUNDS &&
+			drain(ep, ep->rx_slots, false, false) > 0; r++)
+		;
+	pthread_mutex_unlock(&ep->drain_lock);
 	pthread_mutex_lock(&eps_lock);
 	for (pp = &eps; *pp; pp = &(*pp)->all_next)
 		if (*pp == ep) {
