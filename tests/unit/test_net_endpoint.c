@@ -44,25 +44,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "netns_util.h"
+
 #include "core/core.h"
 #include "transport/net/net.h"
 
 static bool have_netns;
-
-static void lo_up(void)
-{
-	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, "lo");
-	if (fd >= 0 && !ioctl(fd, SIOCGIFFLAGS, &ifr)) {
-		ifr.ifr_flags |= IFF_UP;
-		ioctl(fd, SIOCSIFFLAGS, &ifr);
-	}
-	if (fd >= 0)
-		close(fd);
-}
 
 static void sleep_ms(int ms)
 {
@@ -800,12 +787,6 @@ int main(void)
 	};
 
 	signal(SIGPIPE, SIG_IGN);
-	if (unshare(CLONE_NEWNET)) {
-		fprintf(stderr, "test_net_endpoint: no network namespace (%s): needs root; skipping\n",
-			strerror(errno));
-	} else {
-		have_netns = true;
-		lo_up();
-	}
+	have_netns = test_private_netns("test_net_endpoint");
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

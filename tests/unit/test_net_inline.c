@@ -51,6 +51,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "netns_util.h"
+
 #include "core/core.h"
 #include "transport/net/net.h"
 #include "transport/net/wire.h"
@@ -81,21 +83,6 @@ int pthread_mutex_trylock(pthread_mutex_t *m)
 	if (counting)
 		trylocks++;
 	return resolve_trylock()(m);
-}
-
-static void lo_up(void)
-{
-	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, "lo");
-	if (fd >= 0 && !ioctl(fd, SIOCGIFFLAGS, &ifr)) {
-		ifr.ifr_flags |= IFF_UP;
-		ioctl(fd, SIOCSIFFLAGS, &ifr);
-	}
-	if (fd >= 0)
-		close(fd);
 }
 
 static int progress_counted(struct srdma_context *ctx)
@@ -414,12 +401,6 @@ int main(void)
 	};
 
 	resolve_trylock();	/* before any thread */
-	if (unshare(CLONE_NEWNET)) {
-		fprintf(stderr, "test_net_inline: no network namespace (%s): needs root; skipping\n",
-			strerror(errno));
-	} else {
-		have_netns = true;
-		lo_up();
-	}
+	have_netns = test_private_netns("test_net_inline");
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "netns_util.h"
+
 #include "core/core.h"
 #include "transport/net/net.h"
 
@@ -85,21 +87,6 @@ ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 	if (counting)
 		looks++;
 	return atomic_load(&real_recvmsg)(fd, m, flags);
-}
-
-static void lo_up(void)
-{
-	struct ifreq ifr;
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, "lo");
-	if (fd >= 0 && !ioctl(fd, SIOCGIFFLAGS, &ifr)) {
-		ifr.ifr_flags |= IFF_UP;
-		ioctl(fd, SIOCSIFFLAGS, &ifr);
-	}
-	if (fd >= 0)
-		close(fd);
 }
 
 static int progress(struct srdma_context *ctx, const void *who)
@@ -222,12 +209,6 @@ int main(void)
 	};
 
 	resolve();	/* before any thread */
-	if (unshare(CLONE_NEWNET)) {
-		fprintf(stderr, "test_net_rx_lead: no network namespace (%s): needs root; skipping\n",
-			strerror(errno));
-	} else {
-		have_netns = true;
-		lo_up();
-	}
+	have_netns = test_private_netns("test_net_rx_lead");
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
