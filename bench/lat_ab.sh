@@ -45,22 +45,9 @@ shift $((OPTIND - 1))
 builds=("$@")
 udppp=${SRDMA_AB_UDPPP:-${builds[0]}/bin/udp_pingpong}
 command -v ib_write_lat >/dev/null || { echo "lat_ab: no perftest"; exit 77; }
-export SRDMA_NET_TAG=ab$$
-out=$(mktemp -d /tmp/lat_ab.XXXXXX) || exit 1
-srv=
-cleanup()
-{
-	[ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
-	"$H" down >/dev/null 2>&1
-	rm -rf "$out"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-"$H" up 2 --mtu "$mtu" >/dev/null
-rc=$?
-[ $rc -eq 77 ] && exit 77
-[ $rc -eq 0 ] || exit 1
-addr=$("$H" addr 1)
+# shellcheck source=ab_hosts.sh
+. "$here/ab_hosts.sh"
+ab_hosts_up ab lat_ab
 failed=0
 declare -A val
 for ((r = 1; r <= rounds; r++)); do

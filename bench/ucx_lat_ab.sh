@@ -46,22 +46,9 @@ for b in "$@"; do
 	builds+=("$(cd "$b" && pwd)") || exit 2
 done
 command -v ucx_perftest >/dev/null || { echo "ucx_lat_ab: no ucx_perftest"; exit 77; }
-export SRDMA_NET_TAG=uab$$
-out=$(mktemp -d /tmp/ucx_lat_ab.XXXXXX) || exit 1
-srv=
-cleanup()
-{
-	[ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
-	"$H" down >/dev/null 2>&1
-	rm -rf "$out"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-"$H" up 2 --mtu "$mtu" >/dev/null
-rc=$?
-[ $rc -eq 77 ] && exit 77
-[ $rc -eq 0 ] || exit 1
-addr=$("$H" addr 1)
+# shellcheck source=ab_hosts.sh
+. "$here/ab_hosts.sh"
+ab_hosts_up uab ucx_lat_ab
 port=18970
 failed=0
 declare -A val rat
