@@ -932,7 +932,9 @@ static bool poll_idle(struct srdma_net_ctx *ep, uint64_t now)
 /*
  * Poll mode: should the UDP socket be out of the thread's epoll set now?
  * Moves it in or out (level-triggered: datagrams queued while it was out
- * wake the thread at once when it comes back). Not while poll mode is
+ * wake the thread at once when it comes back). Out is EPOLL_CTL_DEL, not
+ * a MOD to no events, which would leave our entry on the socket's wait
+ * queue for every datagram and send to walk (net-endpoint.md). Not while poll mode is
  * idle (poll_idle; @rx: the thread woke for the socket). Thread only.
  * Return: the end of poll mode (0: off).
  */
@@ -953,7 +955,7 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 		atomic_store(&ep->udp_off, true);
 		until = atomic_load(&ep->poll_until);
 		if (until > now) {
-			if (epoll_ctl(ep->epfd, EPOLL_CTL_MOD, ep->udp, &ev))
+			if (epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->udp, &ev))
 				srdma_dbg("epoll_ctl: %s", strerror(errno));
 			cnt(&ep->st.poll_handoffs, 1);
 			return until;
@@ -964,8 +966,13 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 	if (until <= now && atomic_load_explicit(&ep->udp_off,
 						 memory_order_relaxed)) {
 		ev.events = EPOLLIN;
-		if (epoll_ctl(ep->epfd, EPOLL_CTL_MOD, ep->udp, &ev))
+		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->udp, &ev) &&
+		    errno != EEXIST) {
+			/* Still out (ENOMEM): the inline path goes on
+			 * receiving, and we try again in a millisecond. */
 			srdma_dbg("epoll_ctl: %s", strerror(errno));
+			return now + 1000000u;
+		}
 		atomic_store(&ep->udp_off, false);
 		return 0;
 	}
