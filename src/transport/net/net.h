@@ -38,6 +38,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "util/fastclock.h"
 #include "transport/net/wire.h"
 
 struct srdma_context;
@@ -255,13 +256,12 @@ int srdma_net_qp_modify(struct srdma_qp *qp, const struct ibv_qp_attr *attr,
  */
 #define SRDMA_NET_SPORT SRDMA_ROCE_PORT
 
-/* The clock of nq->deadline_ns and srdma_net_kick(): CLOCK_MONOTONIC, ns. */
+/* The clock of nq->deadline_ns and srdma_net_kick(): CLOCK_MONOTONIC, ns,
+ * read from the TSC where the kernel trusts it (util/fastclock.h): this
+ * process's own deadlines and intervals only. */
 static inline uint64_t srdma_net_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return srdma_fastclock_ns();
 }
 
 /* Counters of one endpoint (relaxed), for tests and `srdma status`. */
