@@ -27,6 +27,11 @@ enum srdma_lt_ev {
 	SRDMA_LT_THREAD = 8,	/* the progress thread woke for the socket */
 	SRDMA_LT_RX0 = 9,	/* about to recvmmsg */
 	SRDMA_LT_PKT = 10,	/* one received packet handled */
+	SRDMA_LT_ICRC = 11,	/* a packet parsed, its ICRC checked */
+	SRDMA_LT_QPIN = 12,	/* its QP found: to the requester/responder */
+	SRDMA_LT_NRPOST = 13,	/* the net requester has the WQE */
+	SRDMA_LT_FLUSH = 14,	/* the requester's batch goes to the endpoint */
+	SRDMA_LT_SRAW = 15,	/* the endpoint's send entered */
 };
 
 #ifdef SRDMA_LAT_TRACE

@@ -447,6 +447,7 @@ static void deliver(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 	default:
 		break;
 	}
+	SRDMA_LT(SRDMA_LT_ICRC);
 	if ((pkt.pkey & 0x7fff) != 0x7fff) {
 		ep_drop(ep, NULL, SRDMA_DROP_PKEY, "P_Key not the default",
 			from);
@@ -465,6 +466,7 @@ static void deliver(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 		cnt(&nq->st->rx_pkts, 1);
 		cnt(&nq->st->rx_bytes, len);
 	}
+	SRDMA_LT(SRDMA_LT_QPIN);
 	in = srdma_net_input_hook;
 	if (in)
 		in(nq, &pkt, from);
@@ -1658,6 +1660,7 @@ static int send_raw(struct srdma_net_ctx *ep, const struct srdma_net_msg *m,
 	const struct srdma_net_msg *mr;
 	bool gso;
 
+	SRDMA_LT(SRDMA_LT_SRAW);
 	/* Answering inline what the application received: still polling. */
 	if (inline_ep == ep)
 		poll_stamp(ep, srdma_net_now_ns());

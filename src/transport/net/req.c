@@ -72,6 +72,7 @@
 #include "core/dp.h"
 #include "core/import.h"
 #include "core/key_table.h"
+#include "util/lattrace.h"
 #include "core/qp_state.h"
 #include "engine/engine.h"
 #include "transport/net/gid.h"
@@ -617,6 +618,7 @@ static void nr_tx_flush(struct srdma_netreq *r, uint64_t now)
 	uint32_t i, n;
 	int sent;
 
+	SRDMA_LT(SRDMA_LT_FLUSH);
 	if (!r->ntx)
 		return;
 	for (i = 0; i < r->ntx; i++) {
@@ -1544,6 +1546,7 @@ int srdma_netreq_post(struct srdma_qp *qp, const struct srdma_swqe *sw)
 	struct nr_wqe *w;
 	uint32_t i, s, mtu = nr_mtu(r);
 
+	SRDMA_LT(SRDMA_LT_NRPOST);
 	if (!r->ring && ring_alloc(r))
 		return -ENOMEM;
 	if (r->tail - r->head >= r->cap)
