@@ -650,8 +650,16 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 	int n = 0;
 
 	memset(&path, 0, sizeof(path));
-	memcpy(path.sip, &ep->from[i].sin6_addr, 16);
-	path.sport = ntohs(ep->from[i].sin6_port);
+	if (ep->rx_crx) {
+		/* The connected socket's flow: asked for neither. */
+		memcpy(path.sip, ep->crx_flow.sip, 16);
+		memcpy(path.dip, ep->crx_flow.dip, 16);
+		path.sport = ep->crx_flow.sport;
+		have_dst = true;
+	} else {
+		memcpy(path.sip, &ep->from[i].sin6_addr, 16);
+		path.sport = ntohs(ep->from[i].sin6_port);
+	}
 	path.dport = SRDMA_ROCE_PORT;
 	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level == IPPROTO_IPV6 &&
@@ -704,8 +712,9 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
 		     bool have_dst, const struct srdma_wire_path *path)
 {
-	if (mh->msg_namelen < sizeof(struct sockaddr_in6) ||
-	    ep->from[i].sin6_family != AF_INET6 || !have_dst) {
+	if ((!ep->rx_crx && (mh->msg_namelen < sizeof(struct sockaddr_in6) ||
+			     ep->from[i].sin6_family != AF_INET6)) ||
+	    !have_dst) {
 		ep_drop(ep, NULL, SRDMA_DROP_ADDR, "no source or destination",
 			NULL);
 		return false;
@@ -768,7 +777,10 @@ static int drain_fd(struct srdma_net_ctx *ep, int fd, bool via_crx,
 		for (i = 0; i < want; i++) {
 			struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
-			mh->msg_namelen = sizeof(ep->from[i]);
+			/* The connected socket's source is its peer: no
+			 * name (the kernel then copies none). */
+			mh->msg_name = via_crx ? NULL : &ep->from[i];
+			mh->msg_namelen = via_crx ? 0 : sizeof(ep->from[i]);
 			mh->msg_controllen = sizeof(ep->cbuf[i].buf);
 			mh->msg_flags = 0;
 		}
@@ -1986,6 +1998,11 @@ static void crx_open(struct srdma_net_ctx *ep)
 		return;
 	}
 	srdma_net_mcast_sockopts(fd);
+	/* Our address of the flow is the one it is bound to: no
+	 * IPV6_PKTINFO per datagram (rx_udp takes crx_flow). */
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &(int){ 0 },
+		       sizeof(int)))
+		srdma_dbg("IPV6_RECVPKTINFO off: %s", strerror(errno));
 	if (ep->gro) {
 		int one = 1;
 
@@ -2062,7 +2079,8 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 			ep->crx_polls = 0;
 		}
 	}
-	mh->msg_namelen = sizeof(ep->from[k]);
+	mh->msg_name = via_crx ? NULL : &ep->from[k];
+	mh->msg_namelen = via_crx ? 0 : sizeof(ep->from[k]);
 	mh->msg_controllen = sizeof(ep->cbuf[k].buf);
 	mh->msg_flags = 0;
 	SRDMA_LT(SRDMA_LT_RX0);
