@@ -103,6 +103,13 @@
  * CRX_MAIN_EVERY reads it instead of the connected one. */
 enum { CRX_NONE, CRX_WANT, CRX_ON, CRX_OFF };
 #define CRX_MAIN_EVERY 8
+/* Why the connected socket is to close (crx_close): its flow is shared
+ * on this host (for good), or the traffic moved to the main socket
+ * (another peer: a new flow may get one). */
+enum { CRX_KEEP, CRX_SHARED, CRX_IDLE };
+/* Empty polls of the connected socket, while the main one brings
+ * datagrams, after which it is closed as idle. */
+#define CRX_IDLE_POLLS 4096
 
 /* At close: at most this many receive rounds forward what is queued. */
 #define CLOSE_DRAIN_ROUNDS 16
@@ -173,11 +180,11 @@ struct srdma_net_ctx {
 	int crx_state;			/* drain_lock: CRX_* */
 	struct srdma_wire_path crx_flow; /* drain_lock: CRX_WANT's flow */
 	bool rx_crx;			/* drain_lock: handling crx's datagrams */
-	_Atomic bool crx_close;		/* a datagram of another LID came on it */
+	_Atomic int crx_close;		/* CRX_SHARED, CRX_IDLE: close it */
 	bool crx_in_set;		/* thread only: crx is in its epoll set */
 	/* inline_lock: inline polls since the last one of the main socket,
 	 * and whether that one received */
-	unsigned int crx_polls;
+	unsigned int crx_polls, crx_idle;
 	bool main_busy;
 	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
 	 * it once (relaxed) */
@@ -615,7 +622,7 @@ static void rx_one(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 	 * shared on this host, and the connected socket would take all of
 	 * it. Give it up (the thread closes it); this one is forwarded. */
 	if (ep->rx_crx && !forwarded &&
-	    !atomic_exchange(&ep->crx_close, true) &&
+	    atomic_exchange(&ep->crx_close, CRX_SHARED) == CRX_KEEP &&
 	    write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
 	if (forwarded || !lid || lid > SRDMA_REG_ENTRIES || len > RX_BUF) {
@@ -1036,11 +1043,12 @@ static void crx_set(struct srdma_net_ctx *ep, bool in)
  */
 static void crx_sync(struct srdma_net_ctx *ep)
 {
-	int fd = atomic_load_explicit(&ep->crx, memory_order_acquire), r;
+	int fd = atomic_load_explicit(&ep->crx, memory_order_acquire), r, why;
 
 	if (fd < 0)
 		return;
-	if (!atomic_load(&ep->crx_close)) {
+	why = atomic_load(&ep->crx_close);
+	if (why == CRX_KEEP) {
 		if (!atomic_load(&ep->udp_off))
 			crx_set(ep, true);
 		return;
@@ -1052,11 +1060,20 @@ static void crx_sync(struct srdma_net_ctx *ep)
 		    drain_fd(ep, fd, true, ep->rx_slots, false) > 0; r++)
 		;
 	atomic_store_explicit(&ep->crx, -1, memory_order_release);
+	atomic_store(&ep->crx_close, CRX_KEEP);
+	/* An idle one leaves room for the flow that moved to the main
+	 * socket; a shared flow's is not tried again. */
+	ep->crx_state = why == CRX_IDLE ? CRX_NONE : CRX_OFF;
+	ep->crx_polls = ep->crx_idle = 0;
 	pthread_mutex_unlock(&ep->drain_lock);
 	pthread_mutex_unlock(&ep->inline_lock);
 	close(fd);
-	srdma_dbg("lid %u: the connected receive socket got another context's datagram: closed, its flow is shared on this host",
-		  ep->id.lid);
+	if (why == CRX_IDLE)
+		srdma_dbg("lid %u: the connected receive socket is idle while the main one brings datagrams: closed",
+			  ep->id.lid);
+	else
+		srdma_dbg("lid %u: the connected receive socket got another context's datagram: closed, its flow is shared on this host",
+			  ep->id.lid);
 }
 
 /*
@@ -1266,6 +1283,7 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	ep->fork_gen = ctx->fork_gen;
 	ep->udp = ep->fwd = ep->evfd = ep->epfd = -1;
 	atomic_init(&ep->crx, -1);
+	atomic_init(&ep->crx_close, CRX_KEEP);
 	ep->crx_on = !getenv("SRDMA_NET_CONNRX") ||
 		     strcmp(getenv("SRDMA_NET_CONNRX"), "0");
 	ep->poll_inline = !getenv("SRDMA_NET_INLINE") ||
@@ -2087,6 +2105,19 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 	r = recv_dgrams(fd, &ep->msgs[k], 1);
 	if (crx >= 0 && !via_crx)
 		ep->main_busy = r == 1;
+	/* Traffic moved to the main socket (another peer): let the thread
+	 * close the idle connected one, for the new flow to get one. */
+	if (via_crx && (r == 1 || !ep->main_busy))
+		ep->crx_idle = 0;
+	else if (via_crx && ++ep->crx_idle >= CRX_IDLE_POLLS &&
+		 atomic_load(&ep->crx_close) == CRX_KEEP) {
+		int keep = CRX_KEEP;
+
+		if (atomic_compare_exchange_strong(&ep->crx_close, &keep,
+						   CRX_IDLE) &&
+		    write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
+			srdma_dbg("eventfd: %s", strerror(errno));
+	}
 	if (r == 1) {
 		SRDMA_LT(SRDMA_LT_RX1);
 		pthread_mutex_lock(&ep->drain_lock);
