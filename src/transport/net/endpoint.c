@@ -2281,12 +2281,20 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 	if (n) {
 		/* (An empty poll writes no shared counter.) */
 		cnt(&ep->st.inline_rx, (uint64_t)n);
-		/* Receiving again: poll mode again (see poll_idle). */
-		if (atomic_load_explicit(&ep->idle_standby,
-					 memory_order_relaxed) &&
-		    atomic_exchange(&ep->idle_standby, false) &&
-		    write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
-			srdma_dbg("eventfd: %s", strerror(errno));
+		/* Receiving again: poll mode again (see poll_idle). And a
+		 * thread asleep without a deadline would not wake for what
+		 * we took off its sockets (epoll finds them empty and sleeps
+		 * on), so srdma status's mirror would keep the counters of
+		 * before: kick it once; it then settles on a deadline. */
+		if ((atomic_load_explicit(&ep->idle_standby,
+					  memory_order_relaxed) &&
+		     atomic_exchange(&ep->idle_standby, false)) ||
+		    atomic_load_explicit(&ep->sleep_until,
+					 memory_order_relaxed) == UINT64_MAX) {
+			if (write(ep->evfd, &(uint64_t){ 1 },
+				  sizeof(uint64_t)) < 0)
+				srdma_dbg("eventfd: %s", strerror(errno));
+		}
 		if (ep->fault)
 			fault_tick(ep);
 		now = srdma_net_now_ns();
