@@ -320,6 +320,15 @@ add_test(NAME net.ranks
 	COMMAND bash ${SRDMA_NET_DIR}/net_ranks.sh $<TARGET_FILE:srdma>
 		$<TARGET_FILE:net_ranks> 4)
 srdma_net_props(net.ranks 300)
+# The all-to-all with one rank slow to connect (rtr_delay.so: each of its
+# 7 modifies to RTR 700 ms late): the others must wait for it, not write
+# to its QPs before RTR (they failed with RETRY_EXC_ERR, as a loaded
+# machine's slow rank made them in CI).
+add_test(NAME net.ranks_slow_rtr
+	COMMAND env NET_RANKS_SLOW=1:700:$<TARGET_FILE:net_rtr_delay>
+		NET_RANKS_PAIRS=0 bash ${SRDMA_NET_DIR}/net_ranks.sh
+		$<TARGET_FILE:srdma> $<TARGET_FILE:net_ranks> 4)
+srdma_net_props(net.ranks_slow_rtr 150)
 
 # XRC (docs/design/xrc.md): ibv_xsrq_pingpong across two hosts, polling
 # and with events, and with 3 clients of one server (XRC SRQs shared by
