@@ -97,6 +97,9 @@
 /* An empty poll leaves the receive to the poller that made the last one
  * when that was this recent (srdma_net_progress_from). */
 #define RX_LEAD_NS 5000ull
+/* The thread tries again this soon to take the socket back from an
+ * application inside the inline receive (poll_mode()). */
+#define RETAKE_NS 200000ull
 
 struct srdma_net_ctx {
 	struct srdma_context *ctx;	/* immutable */
@@ -967,15 +970,30 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 	}
 	if (until <= now && atomic_load_explicit(&ep->udp_off,
 						 memory_order_relaxed)) {
+		/*
+		 * Not while an application is inside inline_recv(): it may
+		 * hold a datagram it has not handled yet (preempted between
+		 * its receive and drain_lock), and what we received after it
+		 * would be handled first: reordering that RC pays with a
+		 * retransmission and UC with the message. udp_off false
+		 * first: an application that takes inline_lock after us
+		 * sees it and leaves the socket to drain() (both seq_cst).
+		 */
+		atomic_store(&ep->udp_off, false);
+		if (pthread_mutex_trylock(&ep->inline_lock)) {
+			atomic_store(&ep->udp_off, true);
+			return now + RETAKE_NS;
+		}
+		pthread_mutex_unlock(&ep->inline_lock);
 		ev.events = EPOLLIN;
 		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->udp, &ev) &&
 		    errno != EEXIST) {
 			/* Still out (ENOMEM): the inline path goes on
 			 * receiving, and we try again in a millisecond. */
 			srdma_dbg("epoll_ctl: %s", strerror(errno));
+			atomic_store(&ep->udp_off, true);
 			return now + 1000000u;
 		}
-		atomic_store(&ep->udp_off, false);
 		return 0;
 	}
 	return until > now ? until : 0;
@@ -1860,10 +1878,10 @@ static bool rx_pending(struct srdma_net_ctx *ep)
  * What came in: as drain_udp's inline path, back to the application
  * after a request, on in full batches after responses only.
  *
- * The thread puts the socket back at the end of the window, and both may
- * then receive at once: two datagrams may be handled in the other order
- * than they arrived, which the protocol takes as reordering on the wire
- * (rare, at a transition only).
+ * The thread puts the socket back at the end of the window, but never
+ * while an application is in here (poll_mode() tries inline_lock, and we
+ * look at udp_off again under it): a datagram received here is handled
+ * before any the thread receives after it, as they arrived.
  * Return: the packets handled.
  */
 static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
@@ -1873,6 +1891,11 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 
 	if (pthread_mutex_trylock(&ep->inline_lock))
 		return 0;
+	/* The thread is taking the socket back (poll_mode()): its now. */
+	if (!atomic_load(&ep->udp_off)) {
+		pthread_mutex_unlock(&ep->inline_lock);
+		return 0;
+	}
 	mh->msg_namelen = sizeof(ep->from[k]);
 	mh->msg_controllen = sizeof(ep->cbuf[k].buf);
 	mh->msg_flags = 0;
