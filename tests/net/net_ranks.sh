@@ -169,7 +169,7 @@ for i in $(seq 0 $((R - 1))); do
 			fail+=" $k$i(exit $rc)"
 			# perftest's errors go to stderr, ahead of its
 			# buffered table in the file: pick them out.
-			grep -iE "error|fail|exceeded|unable|couldn't|status|coefficient" \
+			grep -iE "error|fail|exceeded|unable|couldn't|can't|status|coefficient" \
 				"$out/$k$i" | head -5
 			grep -E "exhausted|refused|NAK" "$out/$k$i.log" \
 				2>/dev/null | head -5
