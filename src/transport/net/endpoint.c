@@ -154,7 +154,8 @@ struct srdma_net_ctx {
 	 * set and leaves receiving to the application. poll_until: the end
 	 * of poll mode (the last inline poll + poll_ns), 0 when off; any
 	 * thread stores it. udp_off: the socket is out of the set (set by
-	 * the thread, read by srdma_net_poll_end to decide on a kick). */
+	 * the thread, read by srdma_net_poll_end to decide on a kick; made
+	 * false only under inline_lock, see poll_mode()). */
 	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
 	uint64_t yield_ns;		/* immutable: SRDMA_NET_YIELD_US */
 	_Atomic uint64_t poll_until;
@@ -965,7 +966,15 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 			cnt(&ep->st.poll_handoffs, 1);
 			return until;
 		}
+		/* Back in, as below: not while an application that saw
+		 * udp_off may hold a datagram; then out for now. */
+		if (pthread_mutex_trylock(&ep->inline_lock)) {
+			if (epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->udp, &ev))
+				srdma_dbg("epoll_ctl: %s", strerror(errno));
+			return now + RETAKE_NS;
+		}
 		atomic_store(&ep->udp_off, false);
+		pthread_mutex_unlock(&ep->inline_lock);
 		return 0;
 	}
 	if (until <= now && atomic_load_explicit(&ep->udp_off,
@@ -973,17 +982,16 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 		/*
 		 * Not while an application is inside inline_recv(): it may
 		 * hold a datagram it has not handled yet (preempted between
-		 * its receive and drain_lock), and what we received after it
-		 * would be handled first: reordering that RC pays with a
-		 * retransmission and UC with the message. udp_off false
-		 * first: an application that takes inline_lock after us
-		 * sees it and leaves the socket to drain() (both seq_cst).
+		 * its receive and drain_lock), and what we (or a poller on
+		 * the drain() path) received after it would be handled
+		 * first: reordering that RC pays with a retransmission and
+		 * UC with the message. udp_off goes false under inline_lock:
+		 * an application that takes it after us sees that and leaves
+		 * the socket to drain().
 		 */
-		atomic_store(&ep->udp_off, false);
-		if (pthread_mutex_trylock(&ep->inline_lock)) {
-			atomic_store(&ep->udp_off, true);
+		if (pthread_mutex_trylock(&ep->inline_lock))
 			return now + RETAKE_NS;
-		}
+		atomic_store(&ep->udp_off, false);
 		pthread_mutex_unlock(&ep->inline_lock);
 		ev.events = EPOLLIN;
 		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->udp, &ev) &&
@@ -1825,6 +1833,7 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 			 const struct srdma_net_msg *m, int n)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t next;
 	int i, r = 0;
 
 	if (!ep)
@@ -1841,7 +1850,15 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 		if (r < 0)
 			break;
 	}
-	fault_tick(ep);
+	/* Held sent datagrams only. Our callers hold the QP's sq_lock or
+	 * resp_lock, which delivering a held received one for that QP
+	 * takes again: under reorder or delay faults a requester hung for
+	 * good in its own send. The thread delivers those, kicked for the
+	 * time they are due. */
+	next = srdma_netfault_tick(ep->fault, srdma_net_now_ns(), fault_emit,
+				   NULL, ep);
+	if (next)
+		srdma_net_kick(ep->ctx, next);
 	return i ? i : n ? r : 0;
 }
 
