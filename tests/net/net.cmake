@@ -213,6 +213,13 @@ add_test(NAME net.src_addr
 	COMMAND bash ${SRDMA_NET_DIR}/net_src_addr.sh $<TARGET_FILE:srdma>)
 srdma_net_props(net.src_addr 60)
 
+# The connected receive socket (net_connrx.sh): opened for the peer's flow
+# across two hosts, not with SRDMA_NET_CONNRX=0, and given up when two
+# processes of one host share the flow.
+add_test(NAME net.connrx
+	COMMAND bash ${SRDMA_NET_DIR}/net_connrx.sh $<TARGET_FILE:srdma>)
+srdma_net_props(net.connrx 90)
+
 # rsockets across two hosts (issue 12 lists rstream and riostream):
 # tests/net/net_rsocket.sh runs tests/clients/rsockets.sh's pair with the
 # server in host 1 and the client in host 2.

@@ -1438,6 +1438,7 @@ void srdma_netreq_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 		drop(r, SRDMA_DROP_SOURCE, "response from another address");
 		goto out;
 	}
+	srdma_net_crx_hint(nq->ctx, from);
 	if (r->err || !r->ring) {
 		drop(r, SRDMA_DROP_STATE, "requester not running");
 		goto out;
