@@ -97,6 +97,9 @@
 /* An empty poll leaves the receive to the poller that made the last one
  * when that was this recent (srdma_net_progress_from). */
 #define RX_LEAD_NS 5000ull
+/* The thread tries again this soon to take the socket back from an
+ * application inside the inline receive (poll_mode()). */
+#define RETAKE_NS 200000ull
 /* The connected receive socket (crx_state): none yet, a flow to open it
  * for at the end of this drain, open, given up (one attempt per
  * endpoint). While the main socket is quiet, one inline poll in
@@ -194,7 +197,8 @@ struct srdma_net_ctx {
 	 * set and leaves receiving to the application. poll_until: the end
 	 * of poll mode (the last inline poll + poll_ns), 0 when off; any
 	 * thread stores it. udp_off: the socket is out of the set (set by
-	 * the thread, read by srdma_net_poll_end to decide on a kick). */
+	 * the thread, read by srdma_net_poll_end to decide on a kick; made
+	 * false only under inline_lock, see poll_mode()). */
 	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
 	uint64_t yield_ns;		/* immutable: SRDMA_NET_YIELD_US */
 	_Atomic uint64_t poll_until;
@@ -1108,20 +1112,43 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 			cnt(&ep->st.poll_handoffs, 1);
 			return until;
 		}
+		/* Back in, as below: not while an application that saw
+		 * udp_off may hold a datagram; then out for now. */
+		if (pthread_mutex_trylock(&ep->inline_lock)) {
+			if (epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->udp, &ev))
+				srdma_dbg("epoll_ctl: %s", strerror(errno));
+			crx_set(ep, false);
+			return now + RETAKE_NS;
+		}
 		atomic_store(&ep->udp_off, false);
+		pthread_mutex_unlock(&ep->inline_lock);
 		return 0;
 	}
 	if (until <= now && atomic_load_explicit(&ep->udp_off,
 						 memory_order_relaxed)) {
+		/*
+		 * Not while an application is inside inline_recv(): it may
+		 * hold a datagram it has not handled yet (preempted between
+		 * its receive and drain_lock), and what we (or a poller on
+		 * the drain() path) received after it would be handled
+		 * first: reordering that RC pays with a retransmission and
+		 * UC with the message. udp_off goes false under inline_lock:
+		 * an application that takes it after us sees that and leaves
+		 * the socket to drain().
+		 */
+		if (pthread_mutex_trylock(&ep->inline_lock))
+			return now + RETAKE_NS;
+		atomic_store(&ep->udp_off, false);
+		pthread_mutex_unlock(&ep->inline_lock);
 		ev.events = EPOLLIN;
 		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->udp, &ev) &&
 		    errno != EEXIST) {
 			/* Still out (ENOMEM): the inline path goes on
 			 * receiving, and we try again in a millisecond. */
 			srdma_dbg("epoll_ctl: %s", strerror(errno));
+			atomic_store(&ep->udp_off, true);
 			return now + 1000000u;
 		}
-		atomic_store(&ep->udp_off, false);
 		crx_set(ep, true);
 		return 0;
 	}
@@ -1951,6 +1978,7 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 			 const struct srdma_net_msg *m, int n)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t next;
 	int i, r = 0;
 
 	if (!ep)
@@ -1967,7 +1995,15 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 		if (r < 0)
 			break;
 	}
-	fault_tick(ep);
+	/* Held sent datagrams only. Our callers hold the QP's sq_lock or
+	 * resp_lock, which delivering a held received one for that QP
+	 * takes again: under reorder or delay faults a requester hung for
+	 * good in its own send. The thread delivers those, kicked for the
+	 * time they are due. */
+	next = srdma_netfault_tick(ep->fault, srdma_net_now_ns(), fault_emit,
+				   NULL, ep);
+	if (next)
+		srdma_net_kick(ep->ctx, next);
 	return i ? i : n ? r : 0;
 }
 
@@ -2071,10 +2107,10 @@ void srdma_net_crx_hint(struct srdma_context *ctx,
  * What came in: as drain_udp's inline path, back to the application
  * after a request, on in full batches after responses only.
  *
- * The thread puts the socket back at the end of the window, and both may
- * then receive at once: two datagrams may be handled in the other order
- * than they arrived, which the protocol takes as reordering on the wire
- * (rare, at a transition only).
+ * The thread puts the socket back at the end of the window, but never
+ * while an application is in here (poll_mode() tries inline_lock, and we
+ * look at udp_off again under it): a datagram received here is handled
+ * before any the thread receives after it, as they arrived.
  * Return: the packets handled.
  */
 static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
@@ -2085,6 +2121,11 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 
 	if (pthread_mutex_trylock(&ep->inline_lock))
 		return 0;
+	/* The thread is taking the socket back (poll_mode()): its now. */
+	if (!atomic_load(&ep->udp_off)) {
+		pthread_mutex_unlock(&ep->inline_lock);
+		return 0;
+	}
 	/* The connected socket most of the time, the main one every
 	 * CRX_MAIN_EVERY polls while it is quiet, every other one while it
 	 * brings datagrams too. */
