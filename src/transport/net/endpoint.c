@@ -189,6 +189,10 @@ struct srdma_net_ctx {
 	 * and whether that one received */
 	unsigned int crx_polls, crx_idle;
 	bool main_busy;
+	/* inline_lock (set at open with drain_lock too): the main socket
+	 * may still hold the flow's datagrams of before the connect, older
+	 * than any on the new socket: read it until it is empty first */
+	bool crx_main_first;
 	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
 	 * it once (relaxed) */
 	_Atomic bool gso;
@@ -812,23 +816,20 @@ static int drain_fd(struct srdma_net_ctx *ep, int fd, bool via_crx,
 	return done;
 }
 
-/* drain_fd() of the connected receive socket, if any, then of the main
- * one; @one: the first datagram alone if it held a request (from either
+/* drain_fd() of the main socket, then of the connected receive socket, if
+ * any; @one: the first datagram alone if it held a request (from either
  * socket), as drain_fd. drain_lock held. */
 static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 {
 	int crx = atomic_load_explicit(&ep->crx, memory_order_acquire);
-	int done = 0;
+	int done;
 
-	if (crx >= 0) {
-		done = drain_fd(ep, crx, true, budget, one);
-		if (done && one && ep->rx_requests)
-			return done;
-	}
-	if (done < budget)
-		done += drain_fd(ep, ep->udp, false, budget - done,
-				 one && !done);
-	return done;
+	/* The main socket first: what it holds of the connected socket's
+	 * flow came before the connect, so before all on that socket. */
+	done = drain_fd(ep, ep->udp, false, budget, one);
+	if (crx < 0 || (done && one && ep->rx_requests) || done >= budget)
+		return done;
+	return done + drain_fd(ep, crx, true, budget - done, one && !done);
 }
 
 /* One forwarded batch; returns the datagrams it held (0: none waiting). */
@@ -1069,6 +1070,7 @@ static void crx_sync(struct srdma_net_ctx *ep)
 	 * socket; a shared flow's is not tried again. */
 	ep->crx_state = why == CRX_IDLE ? CRX_NONE : CRX_OFF;
 	ep->crx_polls = ep->crx_idle = 0;
+	ep->crx_main_first = false;
 	pthread_mutex_unlock(&ep->drain_lock);
 	pthread_mutex_unlock(&ep->inline_lock);
 	close(fd);
@@ -2067,6 +2069,7 @@ static void crx_open(struct srdma_net_ctx *ep)
 			return;
 		}
 	}
+	ep->crx_main_first = true;
 	atomic_store_explicit(&ep->crx, fd, memory_order_release);
 	ep->crx_state = CRX_ON;
 	/* The thread adds it to its epoll set when it owns the sockets. */
@@ -2130,7 +2133,7 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 	 * CRX_MAIN_EVERY polls while it is quiet, every other one while it
 	 * brings datagrams too. */
 	crx = atomic_load_explicit(&ep->crx, memory_order_acquire);
-	if (crx >= 0) {
+	if (crx >= 0 && !ep->crx_main_first) {
 		if (++ep->crx_polls < (ep->main_busy ? 2u : CRX_MAIN_EVERY)) {
 			fd = crx;
 			via_crx = true;
@@ -2144,8 +2147,11 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 	mh->msg_flags = 0;
 	SRDMA_LT(SRDMA_LT_RX0);
 	r = recv_dgrams(fd, &ep->msgs[k], 1);
-	if (crx >= 0 && !via_crx)
+	if (crx >= 0 && !via_crx) {
 		ep->main_busy = r == 1;
+		if (r != 1)
+			ep->crx_main_first = false;
+	}
 	/* Traffic moved to the main socket (another peer): let the thread
 	 * close the idle connected one, for the new flow to get one. */
 	if (via_crx && (r == 1 || !ep->main_busy))
