@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -61,6 +62,7 @@
 #include "transport/host/mcast.h"
 #include "transport/net/demux.h"
 #include "transport/net/gid.h"
+#include "transport/net/idle.h"
 #include "transport/net/net.h"
 #include "transport/net/netfault.h"
 #include "transport/net/pcap.h"
@@ -960,6 +962,7 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 			if (epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->udp, &ev))
 				srdma_dbg("epoll_ctl: %s", strerror(errno));
 			cnt(&ep->st.poll_handoffs, 1);
+			SRDMA_LT(SRDMA_LT_PMOFF);
 			return until;
 		}
 		atomic_store(&ep->udp_off, false);
@@ -976,6 +979,7 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 			return now + 1000000u;
 		}
 		atomic_store(&ep->udp_off, false);
+		SRDMA_LT(SRDMA_LT_PMON);
 		return 0;
 	}
 	return until > now ? until : 0;
@@ -1922,48 +1926,39 @@ static void poll_close(struct srdma_net_ctx *ep)
 
 	atomic_store(&ep->poll_until, 0);
 	cnt(&ep->st.lone_acks, 1);
+	SRDMA_LT(SRDMA_LT_LONE);
 	/* See poll_mode(): the thread sees the 0, or we see udp_off. */
 	if (atomic_load(&ep->udp_off) &&
 	    write(ep->evfd, &one, sizeof(one)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
 }
 
-/* Per polling thread: its last inline poll, since when its polls have
- * found nothing (0: the last one received), until when it yields while
- * idle (it was descheduled lately), and its last yield. */
-static _Thread_local uint64_t idle_last, idle_from, idle_shared,
-	idle_yielded;
+/* Per polling thread: the idle yield's state (transport/net/idle.h). */
+static _Thread_local struct srdma_idle idle_st = SRDMA_IDLE_INIT;
+
+/* The calling thread's involuntary context switches, -1 on failure. */
+static long thread_nivcsw(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -1;
+	return ru.ru_nivcsw;
+}
 
 /* A poll that finds nothing for yield_ns yields the CPU, while the
- * thread shows signs of sharing it: a gap of YIELD_GAP_NS between two of
- * its polls. See net-endpoint.md, "Sharing a CPU". */
-#define YIELD_GAP_NS 500000u
-#define YIELD_HOLD_NS 100000000u
-
+ * thread shows signs of sharing it (idle.h). See net-endpoint.md,
+ * "Sharing a CPU". */
 static void idle_yield(struct srdma_net_ctx *ep, int n, uint64_t start,
 		       uint64_t now)
 {
-	uint64_t last = idle_last;
-
-	idle_last = now;
-	if (!ep->yield_ns)
+	if (!srdma_idle_step(&idle_st, start, now, n, ep->yield_ns,
+			     thread_nivcsw))
 		return;
-	if (last && start - last > YIELD_GAP_NS)
-		idle_shared = now + YIELD_HOLD_NS;
-	if (n) {
-		idle_from = 0;
-		return;
-	}
-	if (!idle_from) {
-		idle_from = now;
-		return;
-	}
-	if (now > idle_shared || now - idle_from < ep->yield_ns ||
-	    now - idle_yielded < ep->yield_ns)
-		return;
-	idle_yielded = now;
 	cnt(&ep->st.idle_yields, 1);
+	SRDMA_LT(SRDMA_LT_YIELD);
 	sched_yield();
+	SRDMA_LT(SRDMA_LT_YRET);
 }
 
 int srdma_net_progress(struct srdma_context *ctx, int budget)
