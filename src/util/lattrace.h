@@ -37,6 +37,7 @@ enum srdma_lt_ev {
 	SRDMA_LT_PMOFF = 18,	/* the thread takes the socket out (poll mode) */
 	SRDMA_LT_PMON = 19,	/* the thread takes the socket back */
 	SRDMA_LT_LONE = 20,	/* a lone ACK ends poll mode */
+	SRDMA_LT_NAP = 21,	/* an idle poll naps on the socket */
 };
 
 #ifdef SRDMA_LAT_TRACE

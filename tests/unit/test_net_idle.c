@@ -15,7 +15,12 @@
  * same function called without the switch counter (NULL), which the test
  * checks too. Also: an unloaded ping-pong never yields and never asks
  * the kernel; work between polls without a preemption is no sign; one
- * step aside per yield_ns at most; SRDMA_NET_YIELD_US=0 never.
+ * step aside per yield_ns at most; step asides that the peer answers at
+ * once come after a few us of empty polls, one that gives the CPU to an
+ * unrelated task puts the wait back to yield_ns, and one that returns at
+ * once is no answer; such a phase naps instead of yielding once every 20
+ * ms, unless the thread may run on one CPU only;
+ * SRDMA_NET_YIELD_US=0 never.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,13 +59,15 @@ static unsigned int replay(struct srdma_idle *s, uint64_t *t, int trips,
 
 	for (i = 0; i < trips; i++) {
 		/* the poll that receives the peer's datagram */
-		yields += srdma_idle_step(s, *t, *t + 2 * US, 1, YIELD_NS, rd);
+		yields += srdma_idle_step(s, *t, *t + 2 * US, 1, YIELD_NS,
+					  rd, NULL);
 		*t += 2 * US;
 		/* posting our reply between two polls: 3 us */
 		*t += 3 * US;
 		for (end = *t + wait; *t < end; *t += 500)
 			yields += srdma_idle_step(s, *t, *t + 400, 0,
-						  YIELD_NS, rd);
+						  YIELD_NS,
+					  rd, NULL);
 		*t += gap;
 		if (preempted)
 			switches++;
@@ -134,22 +141,132 @@ static void test_long_gap_and_limits(void **state)
 	(void)state;
 	reads = 0;
 	assert_false(srdma_idle_step(&s, t, t + 400, 0, YIELD_NS,
-				     stub_nivcsw));
+				     stub_nivcsw, NULL));
 	t += 600 * US;		/* off the CPU for 0.6 ms */
 	for (end = t + 1000 * US; t < end; t += 500)
 		y += srdma_idle_step(&s, t, t + 400, 0, YIELD_NS,
-				     stub_nivcsw);
+				     stub_nivcsw, NULL);
 	assert_int_equal(reads, 0);
 	/* 1 ms of empty polls: the first after 50 us, then one per 50 us */
 	assert_true(y >= 19 && y <= 20);
 	/* polling on without a new sign: none once the hold has passed */
 	for (end = t + SRDMA_IDLE_HOLD_NS; t < end; t += 500)
-		srdma_idle_step(&s, t, t + 400, 0, YIELD_NS, stub_nivcsw);
+		srdma_idle_step(&s, t, t + 400, 0, YIELD_NS, stub_nivcsw, NULL);
 	y = 0;
 	for (end = t + 1000 * US; t < end; t += 500)
 		y += srdma_idle_step(&s, t, t + 400, 0, YIELD_NS,
-				     stub_nivcsw);
+				     stub_nivcsw, NULL);
 	assert_int_equal(y, 0);
+}
+
+/*
+ * Two pollers on one CPU once the yield works: each step aside gives the
+ * peer its turn (@turn ns), and the first poll after it finds the peer's
+ * answer. Return: the empty polling time before the last trip's yield.
+ */
+static bool (*answered_one_cpu)(void);
+static uint64_t answered_max;
+static unsigned int answered_naps;
+
+static uint64_t answered(struct srdma_idle *s, uint64_t *t, int trips,
+			 uint64_t turn)
+{
+	uint64_t empty = 0, from;
+	int i;
+
+	for (i = 0; i < trips; i++) {
+		/* after our send: empty polls until told to step aside */
+		for (from = *t;; *t += 500) {
+			enum srdma_idle_act a;
+
+			a = srdma_idle_step(s, *t, *t + 400, 0, YIELD_NS,
+					    stub_nivcsw, answered_one_cpu);
+			answered_naps += a == SRDMA_IDLE_NAP;
+			if (a != SRDMA_IDLE_SPIN)
+				break;
+		}
+		empty = *t + 400 - from;
+		if (empty > answered_max)
+			answered_max = empty;
+		*t += 400 + turn;	/* the peer's turn */
+		srdma_idle_step(s, *t, *t + 2 * US, 1, YIELD_NS,
+				stub_nivcsw, answered_one_cpu);
+		*t += 2 * US + 3 * US;	/* handle it, post our reply */
+	}
+	return empty;
+}
+
+/* Answered step asides shorten the wait to a few us; a step aside that
+ * gives the CPU to an unrelated task for a slice (4 ms) puts it back to
+ * yield_ns. */
+static void test_answered_yields_come_sooner(void **state)
+{
+	struct srdma_idle s = SRDMA_IDLE_INIT;
+	uint64_t t = 1000000000u, e;
+
+	(void)state;
+	srdma_idle_step(&s, t, t + 400, 1, YIELD_NS, stub_nivcsw, NULL);
+	t += 600 * US;		/* a long gap: sharing */
+	e = answered(&s, &t, 1, 8 * US);
+	assert_true(e >= YIELD_NS && e < YIELD_NS + 1000);
+	e = answered(&s, &t, 20, 8 * US);
+	assert_true(e <= SRDMA_IDLE_MIN_WAIT_NS + 1000);
+	/* an unrelated task's slice: back to yield_ns */
+	answered(&s, &t, 1, 4000 * US);
+	e = answered(&s, &t, 1, 8 * US);
+	assert_true(e >= YIELD_NS && e < YIELD_NS + 1000);
+}
+
+
+static bool yes(void)
+{
+	return true;
+}
+
+/* A phase of answered step asides naps once every 20 ms instead of
+ * yielding, so that a wake-up may place the pair on two CPUs; never on a
+ * thread that may run on one CPU only (nothing could part them). */
+static void test_nap_lets_the_pair_part(void **state)
+{
+	struct srdma_idle s = SRDMA_IDLE_INIT;
+	uint64_t t = 1000000000u, t0;
+
+	(void)state;
+	answered_one_cpu = NULL;
+	srdma_idle_step(&s, t, t + 400, 1, YIELD_NS, stub_nivcsw, NULL);
+	t += 600 * US;
+	answered(&s, &t, 20, 8 * US);		/* into the phase */
+	answered_max = answered_naps = 0;
+	t0 = t;
+	answered(&s, &t, 3000, 8 * US);
+	/* 3000 trips of ~17 us: one nap per 20 ms, and the waits stay short */
+	assert_int_equal(answered_naps, (t - t0) / SRDMA_IDLE_NAP_EVERY_NS);
+	assert_true(answered_naps >= 2);
+	assert_true(answered_max <= SRDMA_IDLE_MIN_WAIT_NS + 1000);
+
+	s = (struct srdma_idle)SRDMA_IDLE_INIT;
+	answered_one_cpu = yes;
+	srdma_idle_step(&s, t, t + 400, 1, YIELD_NS, stub_nivcsw, NULL);
+	t += 600 * US;
+	answered(&s, &t, 20, 8 * US);
+	answered_naps = 0;
+	answered(&s, &t, 3000, 8 * US);
+	assert_int_equal(answered_naps, 0);
+	answered_one_cpu = NULL;
+}
+
+/* A yield that returns at once (nothing else to run) is no answer,
+ * even when the peer's datagram (from another CPU) is there. */
+static void test_instant_yield_is_no_answer(void **state)
+{
+	struct srdma_idle s = SRDMA_IDLE_INIT;
+	uint64_t t = 1000000000u, e;
+
+	(void)state;
+	srdma_idle_step(&s, t, t + 400, 1, YIELD_NS, stub_nivcsw, NULL);
+	t += 600 * US;
+	e = answered(&s, &t, 20, 500);
+	assert_true(e >= YIELD_NS && e < YIELD_NS + 1000);
 }
 
 /* SRDMA_NET_YIELD_US=0: never, whatever the signs. */
@@ -160,10 +277,10 @@ static void test_off(void **state)
 	unsigned int y = 0;
 
 	(void)state;
-	srdma_idle_step(&s, t, t + 400, 0, 0, stub_nivcsw);
+	srdma_idle_step(&s, t, t + 400, 0, 0, stub_nivcsw, NULL);
 	t += 600 * US;
 	for (end = t + 1000 * US; t < end; t += 500)
-		y += srdma_idle_step(&s, t, t + 400, 0, 0, stub_nivcsw);
+		y += srdma_idle_step(&s, t, t + 400, 0, 0, stub_nivcsw, NULL);
 	assert_int_equal(y, 0);
 }
 
@@ -174,6 +291,9 @@ int main(void)
 		cmocka_unit_test(test_unloaded_never_yields),
 		cmocka_unit_test(test_work_is_no_sign),
 		cmocka_unit_test(test_long_gap_and_limits),
+		cmocka_unit_test(test_answered_yields_come_sooner),
+		cmocka_unit_test(test_nap_lets_the_pair_part),
+		cmocka_unit_test(test_instant_yield_is_no_answer),
 		cmocka_unit_test(test_off),
 	};
 

@@ -1946,18 +1946,43 @@ static long thread_nivcsw(void)
 	return ru.ru_nivcsw;
 }
 
+/* May the calling thread run on one CPU only? */
+static bool thread_one_cpu(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return false;
+	return CPU_COUNT(&set) == 1;
+}
+
 /* A poll that finds nothing for yield_ns yields the CPU, while the
  * thread shows signs of sharing it (idle.h). See net-endpoint.md,
  * "Sharing a CPU". */
 static void idle_yield(struct srdma_net_ctx *ep, int n, uint64_t start,
 		       uint64_t now)
 {
-	if (!srdma_idle_step(&idle_st, start, now, n, ep->yield_ns,
-			     thread_nivcsw))
+	struct pollfd pfd = { .fd = ep->udp, .events = POLLIN };
+	struct timespec ts = { 0, SRDMA_IDLE_NAP_NS };
+
+	switch (srdma_idle_step(&idle_st, start, now, n, ep->yield_ns,
+				thread_nivcsw, thread_one_cpu)) {
+	case SRDMA_IDLE_SPIN:
 		return;
-	cnt(&ep->st.idle_yields, 1);
-	SRDMA_LT(SRDMA_LT_YIELD);
-	sched_yield();
+	case SRDMA_IDLE_YIELD:
+		cnt(&ep->st.idle_yields, 1);
+		SRDMA_LT(SRDMA_LT_YIELD);
+		sched_yield();
+		break;
+	case SRDMA_IDLE_NAP:
+		/* Wait for the peer's datagram asleep: the wake-up may
+		 * place us on another CPU (idle.c). */
+		cnt(&ep->st.idle_yields, 1);
+		SRDMA_LT(SRDMA_LT_NAP);
+		if (ppoll(&pfd, 1, &ts, NULL) < 0)
+			srdma_dbg("ppoll: %s", strerror(errno));
+		break;
+	}
 	SRDMA_LT(SRDMA_LT_YRET);
 }
 

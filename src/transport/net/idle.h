@@ -30,6 +30,15 @@
 /* A shorter gap longer than this: ask the kernel whether the thread was
  * preempted (an involuntary context switch) since it last asked. */
 #define SRDMA_IDLE_PREEMPT_GAP_NS 20000u
+/* The shortest empty polling before a step aside (idle.c). */
+#define SRDMA_IDLE_MIN_WAIT_NS 3000u
+/* A step aside counts as answered only after a turn this long (somebody
+ * else ran: a yield with nothing else to run returns in ~0.5 us). */
+#define SRDMA_IDLE_MIN_TURN_NS 2000u
+/* A phase of answered step asides naps this often, for at most this long
+ * (the endpoint's ppoll timeout). */
+#define SRDMA_IDLE_NAP_EVERY_NS 20000000u
+#define SRDMA_IDLE_NAP_NS 1000000u
 /* Sharing is assumed for this long after the last sign of it. */
 #define SRDMA_IDLE_HOLD_NS 100000000u
 
@@ -42,13 +51,23 @@
  * @shared:  it counts as sharing its CPU until then
  * @yielded: its last step aside
  * @nivcsw:  involuntary context switches as last read (-1: not read yet)
+ * @wait:    empty polling before a step aside, now (0: yield_ns)
+ * @coloc:   since when its step asides are answered at once (0: not)
  */
 struct srdma_idle {
 	uint64_t last, from, shared, yielded;
 	long nivcsw;
+	uint64_t wait, coloc;
 };
 
-#define SRDMA_IDLE_INIT { 0, 0, 0, 0, -1 }
+#define SRDMA_IDLE_INIT { 0, 0, 0, 0, -1, 0, 0 }
+
+/* What the polling thread should do after a poll. */
+enum srdma_idle_act {
+	SRDMA_IDLE_SPIN,	/* poll on */
+	SRDMA_IDLE_YIELD,	/* sched_yield */
+	SRDMA_IDLE_NAP,		/* block on the socket, SRDMA_IDLE_NAP_NS at most */
+};
 
 /**
  * srdma_idle_step() - account one inline poll; should the thread step aside?
@@ -62,6 +81,8 @@ struct srdma_idle {
  *            (getrusage(RUSAGE_THREAD) in the endpoint, a stub in tests);
  *            called only after a gap of SRDMA_IDLE_PREEMPT_GAP_NS or more
  *            between two polls, and returns -1 when it cannot tell
+ * @one_cpu:  may the calling thread run on one CPU only? (its affinity
+ *            mask in the endpoint; NULL: no); called before each nap
  *
  * Sharing is a gap of SRDMA_IDLE_GAP_NS between two polls, or a shorter
  * one of at least SRDMA_IDLE_PREEMPT_GAP_NS across which the thread was
@@ -69,9 +90,17 @@ struct srdma_idle {
  * hands over every ~250 us (its window plus a wake-up) never show the
  * long gap, but are preempted at every hand-over.
  *
- * Return: true when the caller should yield now.
+ * How long "for nothing" is adapts (idle.c): shorter while each step
+ * aside brings the peer's answer at once, yield_ns otherwise; and such a
+ * phase naps now and then so that the scheduler can part the pair.
+ *
+ * Return: SRDMA_IDLE_YIELD or SRDMA_IDLE_NAP when the caller should step
+ * aside now (its next call's @start is when it came back), else
+ * SRDMA_IDLE_SPIN.
  */
-bool srdma_idle_step(struct srdma_idle *s, uint64_t start, uint64_t now,
-		     int n, uint64_t yield_ns, long (*nivcsw)(void));
+enum srdma_idle_act srdma_idle_step(struct srdma_idle *s, uint64_t start,
+				    uint64_t now, int n, uint64_t yield_ns,
+				    long (*nivcsw)(void),
+				    bool (*one_cpu)(void));
 
 #endif
