@@ -38,6 +38,7 @@ enum srdma_lt_ev {
 	SRDMA_LT_PMON = 19,	/* the thread takes the socket back */
 	SRDMA_LT_LONE = 20,	/* a lone ACK ends poll mode */
 	SRDMA_LT_NAP = 21,	/* an idle poll naps on the socket */
+	SRDMA_LT_ARM = 22,	/* the application arms a CQ or waits for an event */
 };
 
 #ifdef SRDMA_LAT_TRACE

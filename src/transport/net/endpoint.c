@@ -96,6 +96,9 @@
  * polling application received nothing (poll_idle). */
 #define POLL_IDLE_WINDOWS 4
 #define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
+/* ... unless it has polled this many times since (a polling application
+ * that armed a CQ once, e.g. while it connected). */
+#define ARM_POLLS 256u
 /* An empty poll leaves the receive to the poller that made the last one
  * when that was this recent (srdma_net_progress_from). */
 #define RX_LEAD_NS 5000ull
@@ -168,6 +171,10 @@ struct srdma_net_ctx {
 	/* The last ibv_req_notify_cq / ibv_get_cq_event (srdma_net_poll_end),
 	 * 0 for none: the application waits for events (no held ACKs). */
 	_Atomic uint64_t event_ns;
+	/* Inline polls since the last of those, up to ARM_POLLS (relaxed;
+	 * any application thread): at ARM_POLLS the application polls, and
+	 * event_ns no longer counts. */
+	_Atomic uint32_t arm_polls;
 	/* The earliest held-ACK deadline armed since the last timer scan
 	 * (0: none): the inline path scans when it is due. */
 	_Atomic uint64_t ack_due;
@@ -1611,8 +1618,10 @@ static _Thread_local struct srdma_net_ctx *inline_ep;
 static void poll_stamp(struct srdma_net_ctx *ep, uint64_t now)
 {
 	if (ep->poll_ns &&
-	    now - atomic_load_explicit(&ep->event_ns, memory_order_relaxed) >=
-	    APP_WAITS_NS)
+	    (now - atomic_load_explicit(&ep->event_ns, memory_order_relaxed) >=
+	     APP_WAITS_NS ||
+	     atomic_load_explicit(&ep->arm_polls, memory_order_relaxed) >=
+	     ARM_POLLS))
 		atomic_store_explicit(&ep->poll_until, now + ep->poll_ns,
 				      memory_order_relaxed);
 }
@@ -1997,6 +2006,7 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 	struct srdma_net_ctx *ep = ep_of(ctx);
 	uint64_t now, start, ack;
 	bool lone = false;
+	uint32_t arm;
 	int n;
 
 	if (!ep || budget <= 0 || !ep->poll_inline)
@@ -2028,6 +2038,13 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 		atomic_store_explicit(&ep->rx_lead_ns, now,
 				      memory_order_relaxed);
 	}
+	/* A polling application, even if it armed a CQ lately (UCX does
+	 * while it connects): see srdma_net_app_waits. A load and, until
+	 * ARM_POLLS, a store. */
+	arm = atomic_load_explicit(&ep->arm_polls, memory_order_relaxed);
+	if (arm < ARM_POLLS)
+		atomic_store_explicit(&ep->arm_polls, arm + 1,
+				      memory_order_relaxed);
 	/* Poll mode: the thread keeps off the socket until poll_ns after
 	 * the last of these calls (one store; the thread reads it when it
 	 * wakes). Not for an application that waits for events (an empty
@@ -2090,8 +2107,11 @@ void srdma_net_poll_end(struct srdma_context *ctx)
 
 	if (!ep)
 		return;
+	SRDMA_LT(SRDMA_LT_ARM);
 	/* The application uses events: no held ACKs for a while. */
 	now = srdma_net_now_ns();
+	if (atomic_load_explicit(&ep->arm_polls, memory_order_relaxed))
+		atomic_store_explicit(&ep->arm_polls, 0, memory_order_relaxed);
 	if (atomic_load_explicit(&ep->event_ns, memory_order_relaxed) + 1000000u <
 	    now)
 		atomic_store_explicit(&ep->event_ns, now,
@@ -2119,8 +2139,15 @@ bool srdma_net_app_waits(struct srdma_context *ctx)
 		return waits(ctx);
 	if (!ep)
 		return false;
+	/* Events lately, and few polls since: an application that polls
+	 * on after arming a CQ (UCX arms its CQs while it connects, then
+	 * polls) is a polling one again after ARM_POLLS polls, not 100 ms
+	 * later: its 8-byte ping-pong ran without poll mode and held ACKs
+	 * for the first 100 ms (net-endpoint.md, "Two pollers"). */
 	t = atomic_load_explicit(&ep->event_ns, memory_order_relaxed);
-	return t && srdma_net_now_ns() - t < APP_WAITS_NS;
+	return t && srdma_net_now_ns() - t < APP_WAITS_NS &&
+	       atomic_load_explicit(&ep->arm_polls, memory_order_relaxed) <
+	       ARM_POLLS;
 }
 
 void srdma_net_ack_armed(struct srdma_context *ctx, uint64_t due_ns)
