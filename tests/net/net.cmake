@@ -213,6 +213,13 @@ add_test(NAME net.src_addr
 	COMMAND bash ${SRDMA_NET_DIR}/net_src_addr.sh $<TARGET_FILE:srdma>)
 srdma_net_props(net.src_addr 60)
 
+# The connected receive socket (net_connrx.sh): opened for the peer's flow
+# across two hosts, not with SRDMA_NET_CONNRX=0, and given up when two
+# processes of one host share the flow.
+add_test(NAME net.connrx
+	COMMAND bash ${SRDMA_NET_DIR}/net_connrx.sh $<TARGET_FILE:srdma>)
+srdma_net_props(net.connrx 90)
+
 # rsockets across two hosts (issue 12 lists rstream and riostream):
 # tests/net/net_rsocket.sh runs tests/clients/rsockets.sh's pair with the
 # server in host 1 and the client in host 2.
@@ -320,12 +327,42 @@ add_test(NAME net.ranks
 	COMMAND bash ${SRDMA_NET_DIR}/net_ranks.sh $<TARGET_FILE:srdma>
 		$<TARGET_FILE:net_ranks> 4)
 srdma_net_props(net.ranks 300)
+# The all-to-all with one rank slow to connect (rtr_delay.so: each of its
+# 7 modifies to RTR 700 ms late): the others must wait for it, not write
+# to its QPs before RTR (they failed with RETRY_EXC_ERR, as a loaded
+# machine's slow rank made them in CI).
+add_test(NAME net.ranks_slow_rtr
+	COMMAND env NET_RANKS_SLOW=1:700:$<TARGET_FILE:net_rtr_delay>
+		NET_RANKS_PAIRS=0 bash ${SRDMA_NET_DIR}/net_ranks.sh
+		$<TARGET_FILE:srdma> $<TARGET_FILE:net_ranks> 4)
+srdma_net_props(net.ranks_slow_rtr 150)
 
 # XRC (docs/design/xrc.md): ibv_xsrq_pingpong across two hosts, polling
 # and with events, and with 3 clients of one server (XRC SRQs shared by
 # the TGT QPs of one domain).
 srdma_net_pair(net.xsrq_pingpong xsrq ibv_xsrq_pingpong -n 50)
 srdma_net_pair(net.xsrq_pingpong_events xsrq ibv_xsrq_pingpong -n 50 -e)
+# ibv_xsrq_pingpong's own start race (net_pair.sh): its server's first
+# SEND may reach the client's QP before that QP is in RTR, and a client
+# slower than the server's ~0.5 s of retries (a loaded machine) left both
+# waiting for good. rtr_delay.so makes the client's first run 1.5 s late
+# to RTR: the server's log must explain the RETRY_EXC_ERR ("no response
+# from the peer since RTS"), and net_pair.sh must run the pair again.
+add_library(net_rtr_delay MODULE ${SRDMA_NET_DIR}/rtr_delay.c)
+target_link_libraries(net_rtr_delay PRIVATE dl)
+set_target_properties(net_rtr_delay PROPERTIES PREFIX "")
+add_test(NAME net.xsrq_start_race
+	COMMAND bash ${SRDMA_NET_DIR}/net_pair.sh --timeout 60
+		--tag net.xsrq_start_race
+		--client-env LD_PRELOAD=$<TARGET_FILE:net_rtr_delay>
+		--client-env SRDMA_TEST_RTR_DELAY_MS=1500
+		--client-env SRDMA_TEST_RTR_DELAY_ONCE=1
+		xsrq $<TARGET_FILE:srdma> ibv_xsrq_pingpong -n 50)
+srdma_net_props(net.xsrq_start_race 80)
+# Passes only through a run again (the output says so); "FAIL" fails it.
+set_tests_properties(net.xsrq_start_race PROPERTIES
+	PASS_REGULAR_EXPRESSION "start race [(]machine busy[)]: running the pair again"
+	FAIL_REGULAR_EXPRESSION "net_pair: FAIL")
 # One server in host 1, 3 clients in host 2 (tests/clients/xsrq_multi.sh).
 add_test(NAME net.xsrq_pingpong_3clients
 	COMMAND bash ${SRDMA_NET_DIR}/../clients/xsrq_multi.sh --hosts

@@ -9,7 +9,11 @@
  * buffer with two slots (double buffering) per peer. The ranks meet
  * through files in DIR, a directory all of them see (the test hosts share
  * the file system): rank r writes DIR/qp.r (its GID, one QPN per peer, its
- * buffer's address and rkey), reads everyone else's, connects, and then
+ * buffer's address and rkey), reads everyone else's, connects, posts its
+ * receives, says so (DIR/ready.r) and waits until every rank has: a QP
+ * before RTR drops what arrives, so a rank that wrote to a peer still
+ * connecting (a loaded machine can take longer than the writer's ~0.5 s
+ * of retries) failed with RETRY_EXC_ERR. Then
  * for each iteration i RDMA-WRITEs-with-immediate SIZE bytes to every peer
  * p, into p's slot (r, i % 2), with the immediate i. The bytes are a
  * function of (r, p, i), checked whole by the receiver when the immediate
@@ -19,7 +23,7 @@
  * waits for, only after checking i). Peers on the same test host go over
  * the host transport, peers on the other over the wire: both at once.
  * At the end DIR/done.r, and every rank waits for all done files before
- * it tears down.
+ * it tears down (a peer's last writes may still wait for our ACKs).
  *
  * Prints "rank R: N peers, I iterations, B bytes checked, T s" and exits
  * 0; on any error or mismatch says what and exits 1. Every wait has a
@@ -117,19 +121,23 @@ static void get_info(const char *dir, int r, struct info *in)
 	fclose(f);
 }
 
-static void wait_done(const char *dir)
+/* Create DIR/@what.RANK, then wait for every rank's. */
+static void barrier(const char *dir, const char *what)
 {
 	char path[512];
 	double end = now() + DEADLINE_S;
+	FILE *f;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/done.%d", dir, rank);
-	fclose(fopen(path, "w"));
+	snprintf(path, sizeof(path), "%s/%s.%d", dir, what, rank);
+	f = fopen(path, "w");
+	if (!f || fclose(f))
+		die("%s: %s", path, strerror(errno));
 	for (r = 0; r < nranks; r++) {
-		snprintf(path, sizeof(path), "%s/done.%d", dir, r);
+		snprintf(path, sizeof(path), "%s/%s.%d", dir, what, r);
 		while (access(path, F_OK)) {
 			if (now() > end)
-				die("rank %d not done after %d s", r,
+				die("rank %d not at '%s' after %d s", r, what,
 				    DEADLINE_S);
 			usleep(20000);
 		}
@@ -268,6 +276,7 @@ int main(int argc, char **argv)
 		}
 	}
 
+	barrier(dir, "ready");
 	t0 = now();
 	for (it = 0; it < iters; it++) {
 		double end = now() + DEADLINE_S;
@@ -354,7 +363,7 @@ int main(int argc, char **argv)
 	       " bytes checked, %.2f s\n", rank, npeers, iters, checked,
 	       now() - t0);
 	fflush(stdout);
-	wait_done(dir);
+	barrier(dir, "done");
 	for (k = 0; k < nranks; k++)
 		if (qp[k])
 			ibv_destroy_qp(qp[k]);

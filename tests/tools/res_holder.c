@@ -307,7 +307,11 @@ int main(int argc, char **argv)
 	pd2 = ibv_alloc_pd(ctx);
 	chan = ibv_create_comp_channel(ctx);
 	scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
-	rcq = ibv_create_cq(ctx, 16, NULL, chan, 0);
+	/* Net mode: room for every message, as on hardware an application
+	 * that may fall behind needs (a descheduled server let the thread
+	 * complete all 20 into 16 entries: overflow, and it waited for the
+	 * lost ones forever). */
+	rcq = ibv_create_cq(ctx, net ? 2 * NET_MSGS : 16, NULL, chan, 0);
 	if (!pd || !pd2 || !chan || !scq || !rcq)
 		die("PD, channel or CQ");
 	if (posix_memalign((void **)&buf, 4096, 8192))

@@ -45,6 +45,7 @@
 
 #include "transport/host/host.h"
 #include "transport/net/demux.h"
+#include "transport/net/wire.h"
 #include "util/log.h"
 #include "util/sys.h"
 
@@ -247,6 +248,32 @@ static int udp_socket(void)
 	setopt(fd, IPPROTO_UDP, UDP_NO_CHECK6_RX, 1, "UDP_NO_CHECK6_RX");
 	setopt(fd, SOL_SOCKET, SO_RCVBUF, 4 << 20, "SO_RCVBUF");
 	setopt(fd, SOL_SOCKET, SO_SNDBUF, 4 << 20, "SO_SNDBUF");
+	return fd;
+}
+
+int srdma_demux_conn_socket(const uint8_t local[16], const uint8_t peer[16],
+			    uint16_t peer_port)
+{
+	struct sockaddr_in6 la = {
+		.sin6_family = AF_INET6,
+		.sin6_port = htons(SRDMA_ROCE_PORT),
+	};
+	struct sockaddr_in6 pa = {
+		.sin6_family = AF_INET6,
+		.sin6_port = htons(peer_port),
+	};
+	int fd = udp_socket(), ret;
+
+	if (fd < 0)
+		return fd;
+	memcpy(&la.sin6_addr, local, 16);
+	memcpy(&pa.sin6_addr, peer, 16);
+	if (bind(fd, (struct sockaddr *)&la, sizeof(la)) ||
+	    connect(fd, (struct sockaddr *)&pa, sizeof(pa))) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
 	return fd;
 }
 

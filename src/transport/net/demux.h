@@ -60,6 +60,18 @@ void srdma_demux_leave(const struct srdma_demux_id *id, int fd);
 void srdma_demux_resteer(const struct srdma_demux_id *id, int fd);
 
 /**
+ * srdma_demux_conn_socket() - a UDP socket set up as the group's members
+ * (dual-stack, SO_REUSEPORT, IPV6_RECVPKTINFO, DF, buffers), bound to our
+ * address @local (16 bytes, v4-mapped for IPv4) port 4791 - not the
+ * wildcard, so it is not a member of the [::]:4791 group and moves no
+ * steering index - and connected to @peer (16 bytes) port @peer_port.
+ * Non-blocking, close-on-exec.
+ * Return: the socket, or -errno.
+ */
+int srdma_demux_conn_socket(const uint8_t local[16], const uint8_t peer[16],
+			    uint16_t peer_port);
+
+/**
  * srdma_demux_fwd_open() - the context's forwarding socket: an abstract
  * unix datagram socket, unique for (euid, @lid) in the network namespace,
  * non-blocking, with SO_PASSCRED so that the sender's uid can be checked.

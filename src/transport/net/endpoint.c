@@ -102,6 +102,34 @@
 /* An empty poll leaves the receive to the poller that made the last one
  * when that was this recent (srdma_net_progress_from). */
 #define RX_LEAD_NS 5000ull
+/* The thread tries again this soon to take the socket back from an
+ * application inside the inline receive (poll_mode()). */
+#define RETAKE_NS 200000ull
+/* The connected receive socket (crx_state): none yet, a flow to open it
+ * for at the end of this drain, open, given up (one attempt per
+ * endpoint). While the main socket is quiet, one inline poll in
+ * CRX_MAIN_EVERY reads it instead of the connected one. */
+enum { CRX_NONE, CRX_WANT, CRX_ON, CRX_OFF };
+#define CRX_MAIN_EVERY 8
+/* Why the connected socket is to close (crx_close): its flow is shared
+ * on this host (for good), or the traffic moved to the main socket
+ * (another peer: a new flow may get one). */
+enum { CRX_KEEP, CRX_SHARED, CRX_IDLE };
+/* Empty polls of the connected socket, while the main one brings
+ * datagrams, after which it is closed as idle. */
+#define CRX_IDLE_POLLS 4096
+
+/* At close: at most this many receive rounds forward what is queued. */
+#define CLOSE_DRAIN_ROUNDS 16
+
+/*
+ * The endpoint whose socket this thread is draining inline, if any
+ * (srdma_net_progress): while it answers what it received (a large READ
+ * is hundreds of microseconds of responses), it is still polling, and
+ * send_raw() keeps poll mode open (poll_stamp) so that the thread does
+ * not take the socket back and queue up behind the drain lock.
+ */
+static _Thread_local struct srdma_net_ctx *inline_ep;
 
 struct srdma_net_ctx {
 	struct srdma_context *ctx;	/* immutable */
@@ -148,6 +176,24 @@ struct srdma_net_ctx {
 	uint32_t rx_req_drain;
 	bool rx_lone_ack;
 	bool poll_inline;		/* immutable: SRDMA_NET_INLINE != 0 */
+	/* The connected receive socket of the hot flow (net-endpoint.md,
+	 * "A connected receive socket"): -1 for none. Opened by an inline
+	 * drain (inline_lock and drain_lock held) and published here;
+	 * closed only by the progress thread, holding both locks, when
+	 * crx_close asks (or at close/fork). Used under inline_lock
+	 * (inline_recv) or drain_lock (drains); rx_pending's lock-free
+	 * poll() may see a stale number, which costs a spurious look. */
+	_Atomic int crx;
+	bool crx_on;			/* immutable: SRDMA_NET_CONNRX != 0 */
+	int crx_state;			/* drain_lock: CRX_* */
+	struct srdma_wire_path crx_flow; /* drain_lock: CRX_WANT's flow */
+	bool rx_crx;			/* drain_lock: handling crx's datagrams */
+	_Atomic int crx_close;		/* CRX_SHARED, CRX_IDLE: close it */
+	bool crx_in_set;		/* thread only: crx is in its epoll set */
+	/* inline_lock: inline polls since the last one of the main socket,
+	 * and whether that one received */
+	unsigned int crx_polls, crx_idle;
+	bool main_busy;
 	/* UDP GSO on sends (SRDMA_NET_GSO != 0), until the kernel refuses
 	 * it once (relaxed) */
 	_Atomic bool gso;
@@ -156,7 +202,8 @@ struct srdma_net_ctx {
 	 * set and leaves receiving to the application. poll_until: the end
 	 * of poll mode (the last inline poll + poll_ns), 0 when off; any
 	 * thread stores it. udp_off: the socket is out of the set (set by
-	 * the thread, read by srdma_net_poll_end to decide on a kick). */
+	 * the thread, read by srdma_net_poll_end to decide on a kick; made
+	 * false only under inline_lock, see poll_mode()). */
 	uint64_t poll_ns;		/* immutable: SRDMA_NET_POLL_US */
 	uint64_t yield_ns;		/* immutable: SRDMA_NET_YIELD_US */
 	_Atomic uint64_t poll_until;
@@ -229,6 +276,9 @@ static void eps_child(void)
 		close(ep->fwd);
 		close(ep->evfd);
 		close(ep->epfd);
+		if (atomic_load(&ep->crx) >= 0)
+			close(atomic_load(&ep->crx));
+		atomic_store(&ep->crx, -1);
 		ep->udp = ep->fwd = ep->evfd = ep->epfd = -1;
 	}
 	eps = NULL;
@@ -581,6 +631,13 @@ static void rx_one(struct srdma_net_ctx *ep, const uint8_t *buf, size_t len,
 			local(ep, buf, len, from);
 		return;
 	}
+	/* Another context's datagram on our connected socket: the flow is
+	 * shared on this host, and the connected socket would take all of
+	 * it. Give it up (the thread closes it); this one is forwarded. */
+	if (ep->rx_crx && !forwarded &&
+	    atomic_exchange(&ep->crx_close, CRX_SHARED) == CRX_KEEP &&
+	    write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
+		srdma_dbg("eventfd: %s", strerror(errno));
 	if (forwarded || !lid || lid > SRDMA_REG_ENTRIES || len > RX_BUF) {
 		ep_drop(ep, NULL, SRDMA_DROP_QPN,
 			forwarded ? "forwarded here but not ours" :
@@ -613,8 +670,16 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 	int n = 0;
 
 	memset(&path, 0, sizeof(path));
-	memcpy(path.sip, &ep->from[i].sin6_addr, 16);
-	path.sport = ntohs(ep->from[i].sin6_port);
+	if (ep->rx_crx) {
+		/* The connected socket's flow: asked for neither. */
+		memcpy(path.sip, ep->crx_flow.sip, 16);
+		memcpy(path.dip, ep->crx_flow.dip, 16);
+		path.sport = ep->crx_flow.sport;
+		have_dst = true;
+	} else {
+		memcpy(path.sip, &ep->from[i].sin6_addr, 16);
+		path.sport = ntohs(ep->from[i].sin6_port);
+	}
 	path.dport = SRDMA_ROCE_PORT;
 	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
 		if (c->cmsg_level == IPPROTO_IPV6 &&
@@ -667,8 +732,9 @@ static int rx_udp(struct srdma_net_ctx *ep, int i)
 static bool rx_check(struct srdma_net_ctx *ep, struct msghdr *mh, int i,
 		     bool have_dst, const struct srdma_wire_path *path)
 {
-	if (mh->msg_namelen < sizeof(struct sockaddr_in6) ||
-	    ep->from[i].sin6_family != AF_INET6 || !have_dst) {
+	if ((!ep->rx_crx && (mh->msg_namelen < sizeof(struct sockaddr_in6) ||
+			     ep->from[i].sin6_family != AF_INET6)) ||
+	    !have_dst) {
 		ep_drop(ep, NULL, SRDMA_DROP_ADDR, "no source or destination",
 			NULL);
 		return false;
@@ -717,7 +783,8 @@ static int recv_dgrams(int fd, struct mmsghdr *m, unsigned int want)
  * its CQ; the peer's request, if already queued behind it, must not be
  * left to the progress thread (the poll-mode window plus a wake-up).
  */
-static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
+static int drain_fd(struct srdma_net_ctx *ep, int fd, bool via_crx,
+		    int budget, bool one)
 {
 	int done = 0, n, i, want;
 
@@ -730,22 +797,46 @@ static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
 		for (i = 0; i < want; i++) {
 			struct msghdr *mh = &ep->msgs[i].msg_hdr;
 
-			mh->msg_namelen = sizeof(ep->from[i]);
+			/* The connected socket's source is its peer: no
+			 * name (the kernel then copies none). */
+			mh->msg_name = via_crx ? NULL : &ep->from[i];
+			mh->msg_namelen = via_crx ? 0 : sizeof(ep->from[i]);
 			mh->msg_controllen = sizeof(ep->cbuf[i].buf);
 			mh->msg_flags = 0;
 		}
 		SRDMA_LT(SRDMA_LT_RX0);
-		n = recv_dgrams(ep->udp, ep->msgs, (unsigned int)want);
+		n = recv_dgrams(fd, ep->msgs, (unsigned int)want);
 		if (n <= 0)
 			break;
 		SRDMA_LT(SRDMA_LT_RX1);
+		ep->rx_crx = via_crx;
 		for (i = 0; i < n; i++)
 			done += rx_udp(ep, i);
+		ep->rx_crx = false;
 		if ((one && ep->rx_requests) || n < want)
 			break;
 		one = false;
 	}
 	fwd_flush(ep);
+	return done;
+}
+
+/* drain_fd() of the connected receive socket, if any, then of the main
+ * one; @one: the first datagram alone if it held a request (from either
+ * socket), as drain_fd. drain_lock held. */
+static int drain_udp(struct srdma_net_ctx *ep, int budget, bool one)
+{
+	int crx = atomic_load_explicit(&ep->crx, memory_order_acquire);
+	int done = 0;
+
+	if (crx >= 0) {
+		done = drain_fd(ep, crx, true, budget, one);
+		if (done && one && ep->rx_requests)
+			return done;
+	}
+	if (done < budget)
+		done += drain_fd(ep, ep->udp, false, budget - done,
+				 one && !done);
 	return done;
 }
 
@@ -940,6 +1031,64 @@ static bool poll_idle(struct srdma_net_ctx *ep, uint64_t now)
 	return true;
 }
 
+/* Put the connected receive socket in (@in) or out of the thread's
+ * epoll set, as the main socket. Thread only (the only closer of crx). */
+static void crx_set(struct srdma_net_ctx *ep, bool in)
+{
+	int fd = atomic_load_explicit(&ep->crx, memory_order_acquire);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (fd < 0 || in == ep->crx_in_set)
+		return;
+	if (epoll_ctl(ep->epfd, in ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev))
+		srdma_dbg("epoll_ctl (connected socket): %s", strerror(errno));
+	else
+		ep->crx_in_set = in;
+}
+
+/*
+ * The thread's part of the connected receive socket, at each wake-up: a
+ * new one joins its epoll set unless poll mode has the sockets out; one
+ * that got another context's datagram (crx_close) is drained and closed,
+ * holding inline_lock and drain_lock, so that no poller is in a receive
+ * on it (they read crx under one of them). Its flow then comes back to
+ * the main socket.
+ */
+static void crx_sync(struct srdma_net_ctx *ep)
+{
+	int fd = atomic_load_explicit(&ep->crx, memory_order_acquire), r, why;
+
+	if (fd < 0)
+		return;
+	why = atomic_load(&ep->crx_close);
+	if (why == CRX_KEEP) {
+		if (!atomic_load(&ep->udp_off))
+			crx_set(ep, true);
+		return;
+	}
+	crx_set(ep, false);
+	pthread_mutex_lock(&ep->inline_lock);
+	pthread_mutex_lock(&ep->drain_lock);
+	for (r = 0; r < CLOSE_DRAIN_ROUNDS &&
+		    drain_fd(ep, fd, true, ep->rx_slots, false) > 0; r++)
+		;
+	atomic_store_explicit(&ep->crx, -1, memory_order_release);
+	atomic_store(&ep->crx_close, CRX_KEEP);
+	/* An idle one leaves room for the flow that moved to the main
+	 * socket; a shared flow's is not tried again. */
+	ep->crx_state = why == CRX_IDLE ? CRX_NONE : CRX_OFF;
+	ep->crx_polls = ep->crx_idle = 0;
+	pthread_mutex_unlock(&ep->drain_lock);
+	pthread_mutex_unlock(&ep->inline_lock);
+	close(fd);
+	if (why == CRX_IDLE)
+		srdma_dbg("lid %u: the connected receive socket is idle while the main one brings datagrams: closed",
+			  ep->id.lid);
+	else
+		srdma_dbg("lid %u: the connected receive socket got another context's datagram: closed, its flow is shared on this host",
+			  ep->id.lid);
+}
+
 /*
  * Poll mode: should the UDP socket be out of the thread's epoll set now?
  * Moves it in or out (level-triggered: datagrams queued while it was out
@@ -968,24 +1117,49 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 		if (until > now) {
 			if (epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->udp, &ev))
 				srdma_dbg("epoll_ctl: %s", strerror(errno));
+			crx_set(ep, false);
 			cnt(&ep->st.poll_handoffs, 1);
 			SRDMA_LT(SRDMA_LT_PMOFF);
 			return until;
 		}
+		/* Back in, as below: not while an application that saw
+		 * udp_off may hold a datagram; then out for now. */
+		if (pthread_mutex_trylock(&ep->inline_lock)) {
+			if (epoll_ctl(ep->epfd, EPOLL_CTL_DEL, ep->udp, &ev))
+				srdma_dbg("epoll_ctl: %s", strerror(errno));
+			crx_set(ep, false);
+			return now + RETAKE_NS;
+		}
 		atomic_store(&ep->udp_off, false);
+		pthread_mutex_unlock(&ep->inline_lock);
 		return 0;
 	}
 	if (until <= now && atomic_load_explicit(&ep->udp_off,
 						 memory_order_relaxed)) {
+		/*
+		 * Not while an application is inside inline_recv(): it may
+		 * hold a datagram it has not handled yet (preempted between
+		 * its receive and drain_lock), and what we (or a poller on
+		 * the drain() path) received after it would be handled
+		 * first: reordering that RC pays with a retransmission and
+		 * UC with the message. udp_off goes false under inline_lock:
+		 * an application that takes it after us sees that and leaves
+		 * the socket to drain().
+		 */
+		if (pthread_mutex_trylock(&ep->inline_lock))
+			return now + RETAKE_NS;
+		atomic_store(&ep->udp_off, false);
+		pthread_mutex_unlock(&ep->inline_lock);
 		ev.events = EPOLLIN;
 		if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->udp, &ev) &&
 		    errno != EEXIST) {
 			/* Still out (ENOMEM): the inline path goes on
 			 * receiving, and we try again in a millisecond. */
 			srdma_dbg("epoll_ctl: %s", strerror(errno));
+			atomic_store(&ep->udp_off, true);
 			return now + 1000000u;
 		}
-		atomic_store(&ep->udp_off, false);
+		crx_set(ep, true);
 		SRDMA_LT(SRDMA_LT_PMON);
 		return 0;
 	}
@@ -1063,6 +1237,7 @@ static void *progress_thread(void *arg)
 				rx = true;
 			}
 		}
+		crx_sync(ep);
 		if (!rx && !fwd)
 			continue;
 		SRDMA_LT(SRDMA_LT_THREAD);
@@ -1145,6 +1320,10 @@ static int ep_open(struct srdma_context *ctx, struct srdma_net_ctx **out)
 	ep->id.start_time = ctx->host.start_time;
 	ep->fork_gen = ctx->fork_gen;
 	ep->udp = ep->fwd = ep->evfd = ep->epfd = -1;
+	atomic_init(&ep->crx, -1);
+	atomic_init(&ep->crx_close, CRX_KEEP);
+	ep->crx_on = !getenv("SRDMA_NET_CONNRX") ||
+		     strcmp(getenv("SRDMA_NET_CONNRX"), "0");
 	ep->poll_inline = !getenv("SRDMA_NET_INLINE") ||
 			  strcmp(getenv("SRDMA_NET_INLINE"), "0");
 	atomic_init(&ep->gso, !getenv("SRDMA_NET_GSO") ||
@@ -1290,9 +1469,6 @@ struct srdma_net_ctx *srdma_net_ctx_get(struct srdma_context *ctx)
 	return ep;
 }
 
-/* At close: at most this many receive rounds forward what is queued. */
-#define CLOSE_DRAIN_ROUNDS 16
-
 void srdma_net_ctx_close(struct srdma_context *ctx)
 {
 	struct srdma_net_ctx *ep, **pp;
@@ -1327,6 +1503,9 @@ void srdma_net_ctx_close(struct srdma_context *ctx)
 			drain(ep, ep->rx_slots, false, false) > 0; r++)
 		;
 	pthread_mutex_unlock(&ep->drain_lock);
+	if (atomic_load(&ep->crx) >= 0)
+		close(atomic_load(&ep->crx));
+	atomic_store(&ep->crx, -1);
 	pthread_mutex_lock(&eps_lock);
 	for (pp = &eps; *pp; pp = &(*pp)->all_next)
 		if (*pp == ep) {
@@ -1604,14 +1783,6 @@ static bool gso_refusal(int err)
 	       err == EOPNOTSUPP;
 }
 
-/*
- * The endpoint whose socket this thread is draining inline, if any
- * (srdma_net_progress): while it answers what it received (a large READ
- * is hundreds of microseconds of responses), it is still polling, and
- * send_raw() keeps poll mode open (poll_stamp) so that the thread does
- * not take the socket back and queue up behind the drain lock.
- */
-static _Thread_local struct srdma_net_ctx *inline_ep;
 
 /* Poll mode until @now + poll_ns: the application polls inline (not for
  * one that waits for events: it keeps the thread as before). */
@@ -1820,6 +1991,7 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 			 const struct srdma_net_msg *m, int n)
 {
 	struct srdma_net_ctx *ep = ep_of(ctx);
+	uint64_t next;
 	int i, r = 0;
 
 	if (!ep)
@@ -1836,7 +2008,15 @@ int srdma_net_send_batch(struct srdma_context *ctx,
 		if (r < 0)
 			break;
 	}
-	fault_tick(ep);
+	/* Held sent datagrams only. Our callers hold the QP's sq_lock or
+	 * resp_lock, which delivering a held received one for that QP
+	 * takes again: under reorder or delay faults a requester hung for
+	 * good in its own send. The thread delivers those, kicked for the
+	 * time they are due. */
+	next = srdma_netfault_tick(ep->fault, srdma_net_now_ns(), fault_emit,
+				   NULL, ep);
+	if (next)
+		srdma_net_kick(ep->ctx, next);
 	return i ? i : n ? r : 0;
 }
 
@@ -1854,9 +2034,76 @@ int srdma_net_send(struct srdma_context *ctx, const struct srdma_wire_path *p,
 /* Does the UDP socket hold a datagram? One system call, no lock. */
 static bool rx_pending(struct srdma_net_ctx *ep)
 {
-	struct pollfd pfd = { .fd = ep->udp, .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = ep->udp, .events = POLLIN },
+		{ .fd = atomic_load_explicit(&ep->crx, memory_order_relaxed),
+		  .events = POLLIN },
+	};
 
-	return poll(&pfd, 1, 0) > 0;
+	return poll(pfd, pfd[1].fd >= 0 ? 2 : 1, 0) > 0;
+}
+
+/*
+ * Receive the flow of crx_flow on a socket of its own, bound to our
+ * address of it and connected to the peer's (net-endpoint.md, "A
+ * connected receive socket"): the kernel then finds it for that flow's
+ * datagrams from the connection alone (no route look-up on receipt, no
+ * reuseport selection), and the polling application reads it first. One
+ * attempt per endpoint. inline_lock and drain_lock held.
+ */
+static void crx_open(struct srdma_net_ctx *ep)
+{
+	const struct srdma_wire_path *f = &ep->crx_flow;
+	char a[INET6_ADDRSTRLEN] = "?";
+	int fd;
+
+	ep->crx_state = CRX_OFF;
+	fd = srdma_demux_conn_socket(f->dip, f->sip, f->sport);
+	if (fd < 0) {
+		srdma_dbg("lid %u: no connected receive socket: %s", ep->id.lid,
+			  strerror(-fd));
+		return;
+	}
+	srdma_net_mcast_sockopts(fd);
+	/* Our address of the flow is the one it is bound to: no
+	 * IPV6_PKTINFO per datagram (rx_udp takes crx_flow). */
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &(int){ 0 },
+		       sizeof(int)))
+		srdma_dbg("IPV6_RECVPKTINFO off: %s", strerror(errno));
+	if (ep->gro) {
+		int one = 1;
+
+		if (setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one))) {
+			srdma_dbg("lid %u: UDP_GRO (connected socket): %s",
+				  ep->id.lid, strerror(errno));
+			close(fd);
+			return;
+		}
+	}
+	atomic_store_explicit(&ep->crx, fd, memory_order_release);
+	ep->crx_state = CRX_ON;
+	/* The thread adds it to its epoll set when it owns the sockets. */
+	if (write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
+		srdma_dbg("eventfd: %s", strerror(errno));
+	inet_ntop(AF_INET6, f->sip, a, sizeof(a));
+	srdma_dbg("lid %u: datagrams from %s port %u now come on a connected socket",
+		  ep->id.lid, a, f->sport);
+}
+
+void srdma_net_crx_hint(struct srdma_context *ctx,
+			const struct srdma_wire_path *from)
+{
+	struct srdma_net_ctx *ep = inline_ep;
+
+	if (!ep || ep->ctx != ctx || !ep->crx_on ||
+	    ep->crx_state != CRX_NONE || ep->rx_crx)
+		return;
+	/* Not for a link-local address (its scope would have to come
+	 * along). */
+	if (from->dip[0] == 0xfe && (from->dip[1] & 0xc0) == 0x80)
+		return;
+	ep->crx_flow = *from;
+	ep->crx_state = CRX_WANT;
 }
 
 /*
@@ -1873,24 +2120,58 @@ static bool rx_pending(struct srdma_net_ctx *ep)
  * What came in: as drain_udp's inline path, back to the application
  * after a request, on in full batches after responses only.
  *
- * The thread puts the socket back at the end of the window, and both may
- * then receive at once: two datagrams may be handled in the other order
- * than they arrived, which the protocol takes as reordering on the wire
- * (rare, at a transition only).
+ * The thread puts the socket back at the end of the window, but never
+ * while an application is in here (poll_mode() tries inline_lock, and we
+ * look at udp_off again under it): a datagram received here is handled
+ * before any the thread receives after it, as they arrived.
  * Return: the packets handled.
  */
 static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 {
-	int k = ep->rx_slots, n = 0, r;
+	int k = ep->rx_slots, n = 0, r, crx, fd = ep->udp;
 	struct msghdr *mh = &ep->msgs[k].msg_hdr;
+	bool via_crx = false;
 
 	if (pthread_mutex_trylock(&ep->inline_lock))
 		return 0;
-	mh->msg_namelen = sizeof(ep->from[k]);
+	/* The thread is taking the socket back (poll_mode()): its now. */
+	if (!atomic_load(&ep->udp_off)) {
+		pthread_mutex_unlock(&ep->inline_lock);
+		return 0;
+	}
+	/* The connected socket most of the time, the main one every
+	 * CRX_MAIN_EVERY polls while it is quiet, every other one while it
+	 * brings datagrams too. */
+	crx = atomic_load_explicit(&ep->crx, memory_order_acquire);
+	if (crx >= 0) {
+		if (++ep->crx_polls < (ep->main_busy ? 2u : CRX_MAIN_EVERY)) {
+			fd = crx;
+			via_crx = true;
+		} else {
+			ep->crx_polls = 0;
+		}
+	}
+	mh->msg_name = via_crx ? NULL : &ep->from[k];
+	mh->msg_namelen = via_crx ? 0 : sizeof(ep->from[k]);
 	mh->msg_controllen = sizeof(ep->cbuf[k].buf);
 	mh->msg_flags = 0;
 	SRDMA_LT(SRDMA_LT_RX0);
-	r = recv_dgrams(ep->udp, &ep->msgs[k], 1);
+	r = recv_dgrams(fd, &ep->msgs[k], 1);
+	if (crx >= 0 && !via_crx)
+		ep->main_busy = r == 1;
+	/* Traffic moved to the main socket (another peer): let the thread
+	 * close the idle connected one, for the new flow to get one. */
+	if (via_crx && (r == 1 || !ep->main_busy))
+		ep->crx_idle = 0;
+	else if (via_crx && ++ep->crx_idle >= CRX_IDLE_POLLS &&
+		 atomic_load(&ep->crx_close) == CRX_KEEP) {
+		int keep = CRX_KEEP;
+
+		if (atomic_compare_exchange_strong(&ep->crx_close, &keep,
+						   CRX_IDLE) &&
+		    write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
+			srdma_dbg("eventfd: %s", strerror(errno));
+	}
 	if (r == 1) {
 		SRDMA_LT(SRDMA_LT_RX1);
 		pthread_mutex_lock(&ep->drain_lock);
@@ -1898,7 +2179,9 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 		srdma_self_copy_batch(true);
 		ep->rx_requests = ep->rx_req_drain = 0;
 		ep->rx_lone_ack = false;
+		ep->rx_crx = via_crx;
 		n = rx_udp(ep, k);
+		ep->rx_crx = false;
 		if (!ep->rx_requests && n < budget)
 			n += drain_udp(ep, budget - n, false);
 		else
@@ -1906,6 +2189,8 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 		srdma_self_copy_batch(false);
 		SRDMA_LT(SRDMA_LT_DRAIN);
 		*lone = ep->rx_lone_ack && !ep->rx_req_drain;
+		if (ep->crx_state == CRX_WANT)
+			crx_open(ep);
 		inline_ep = NULL;
 		pthread_mutex_unlock(&ep->drain_lock);
 	}
@@ -2074,12 +2359,20 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 	if (n) {
 		/* (An empty poll writes no shared counter.) */
 		cnt(&ep->st.inline_rx, (uint64_t)n);
-		/* Receiving again: poll mode again (see poll_idle). */
-		if (atomic_load_explicit(&ep->idle_standby,
-					 memory_order_relaxed) &&
-		    atomic_exchange(&ep->idle_standby, false) &&
-		    write(ep->evfd, &(uint64_t){ 1 }, sizeof(uint64_t)) < 0)
-			srdma_dbg("eventfd: %s", strerror(errno));
+		/* Receiving again: poll mode again (see poll_idle). And a
+		 * thread asleep without a deadline would not wake for what
+		 * we took off its sockets (epoll finds them empty and sleeps
+		 * on), so srdma status's mirror would keep the counters of
+		 * before: kick it once; it then settles on a deadline. */
+		if ((atomic_load_explicit(&ep->idle_standby,
+					  memory_order_relaxed) &&
+		     atomic_exchange(&ep->idle_standby, false)) ||
+		    atomic_load_explicit(&ep->sleep_until,
+					 memory_order_relaxed) == UINT64_MAX) {
+			if (write(ep->evfd, &(uint64_t){ 1 },
+				  sizeof(uint64_t)) < 0)
+				srdma_dbg("eventfd: %s", strerror(errno));
+		}
 		if (ep->fault)
 			fault_tick(ep);
 		now = srdma_net_now_ns();

@@ -432,6 +432,17 @@ void srdma_net_ack_armed(struct srdma_context *ctx, uint64_t due_ns);
  */
 void srdma_net_lone_ack(struct srdma_context *ctx);
 
+/**
+ * srdma_net_crx_hint() - a request or response of a connected QP of @ctx
+ * has just been accepted as coming from its peer, @from (its source and
+ * our destination, as received). In an inline drain of @ctx's endpoint,
+ * the first such flow gets a connected receive socket at the end of the
+ * drain (endpoint.c, crx_open); otherwise nothing. Caller: the responder
+ * or requester input, under its QP lock, inside the drain.
+ */
+void srdma_net_crx_hint(struct srdma_context *ctx,
+			const struct srdma_wire_path *from);
+
 /* Wake the progress thread: a timer earlier than the one it sleeps on was
  * armed (deadline_ns lowered). Cheap when nothing changes. */
 void srdma_net_kick(struct srdma_context *ctx, uint64_t deadline_ns);

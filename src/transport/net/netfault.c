@@ -452,13 +452,15 @@ uint64_t srdma_netfault_tick(struct srdma_netfault *f, uint64_t now,
 			     srdma_netfault_emit_fn emit_tx,
 			     srdma_netfault_deliver_fn deliver_rx, void *arg)
 {
+	unsigned int dirs = (emit_tx ? 1u << SRDMA_NETFAULT_TX : 0) |
+			    (deliver_rx ? 1u << SRDMA_NETFAULT_RX : 0);
 	struct held *rel, *e;
 	uint64_t next = 0;
 
 	if (!f)
 		return 0;
 	pthread_mutex_lock(&f->lock);
-	rel = take(f, now, 3, 0);
+	rel = take(f, now, dirs, 0);
 	for (e = f->head; e; e = e->next)
 		if (!next || e->due < next)
 			next = e->due;

@@ -114,7 +114,8 @@ void srdma_netfault_rx(struct srdma_netfault *f,
 /**
  * srdma_netfault_tick() - release the held datagrams whose time has come
  * at @now (sent ones through @emit_tx, received ones through @deliver_rx,
- * oldest first).
+ * oldest first). A NULL callback leaves its direction held: a caller that
+ * holds locks a delivery takes (the send path) releases sent ones only.
  * Return: the next time something held is due (ns), 0 for nothing held.
  */
 uint64_t srdma_netfault_tick(struct srdma_netfault *f, uint64_t now,

@@ -153,6 +153,8 @@ struct srdma_netreq {
 					 * showing a loss (implied NAK, READ
 					 * gap), no progress or timeout since */
 	bool err;			/* QP in ERR: nothing is sent */
+	bool heard;			/* a response came since RTS (how
+					 * RETRY_EXC_ERR is explained) */
 	uint64_t rto_due;		/* retransmit deadline, 0: not running */
 	uint64_t rto_ns;		/* wake-up published for it: rto_due,
 					 * or earlier (stale, left to lapse so
@@ -1093,7 +1095,14 @@ static void retry(struct srdma_netreq *r, uint64_t now, const char *why)
 	if (r->retry_left < 0)
 		reset_retry(r);
 	if (r->retry_left == 0) {
-		srdma_dbg("QP %#x: %s, retry_cnt exhausted", qpn(r), why);
+		/* Once per QP (it goes to ERR): at info level, with what
+		 * tells a peer that never answered (not in RTR yet, gone,
+		 * unreachable) from one that stopped answering. */
+		srdma_info("QP %#x: %s, retry_cnt %u exhausted at PSN %#x: %s",
+			   qpn(r), why, r->qp->attr.retry_cnt, r->comp_psn,
+			   r->heard ? "the peer answered, then fell silent" :
+			   "no response from the peer since RTS (its QP not "
+			   "in RTR yet, or unreachable)");
 		complete_head(r, IBV_WC_RETRY_EXC_ERR);
 		return;
 	}
@@ -1429,11 +1438,13 @@ void srdma_netreq_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 		drop(r, SRDMA_DROP_SOURCE, "response from another address");
 		goto out;
 	}
+	srdma_net_crx_hint(nq->ctx, from);
 	if (r->err || !r->ring) {
 		drop(r, SRDMA_DROP_STATE, "requester not running");
 		goto out;
 	}
 	comp = r->comp_psn;
+	r->heard = true;
 	response(r, pkt, now);
 	if (!r->err)
 		nr_send(r, now);
@@ -1687,6 +1698,7 @@ void srdma_netreq_reset(struct srdma_net_qp *nq, uint32_t sq_psn)
 	r->started_retry = false;
 	r->fast_done = false;
 	r->err = false;
+	r->heard = false;
 	r->rto_ns = r->rto_due = r->rnr_ns = 0;
 	r->ntx = 0;
 	atomic_store_explicit(&nq->deadline_ns, 0, memory_order_relaxed);

@@ -1662,6 +1662,8 @@ void srdma_netresp_input(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 		drop(r, pkt, SRDMA_DROP_SOURCE, "not from the QP's peer");
 		goto unlock;
 	}
+	if (type != IBV_QPT_UD)
+		srdma_net_crx_hint(nq->ctx, from);
 	if (pkt->paylen > MAX_MTU || (pkt->paylen && !pkt->payload)) {
 		drop(r, pkt, SRDMA_DROP_LENGTH, "payload impossible");
 		goto unlock;
