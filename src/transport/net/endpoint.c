@@ -2256,7 +2256,8 @@ static bool thread_one_cpu(void)
 static void idle_yield(struct srdma_net_ctx *ep, int n, uint64_t start,
 		       uint64_t now)
 {
-	struct pollfd pfd = { .fd = ep->udp, .events = POLLIN };
+	struct pollfd pfd[2] = { { .fd = ep->udp, .events = POLLIN },
+				 { .fd = -1, .events = POLLIN } };
 	struct timespec ts = { 0, SRDMA_IDLE_NAP_NS };
 
 	switch (srdma_idle_step(&idle_st, start, now, n, ep->yield_ns,
@@ -2273,7 +2274,12 @@ static void idle_yield(struct srdma_net_ctx *ep, int n, uint64_t start,
 		 * place us on another CPU (idle.c). */
 		cnt(&ep->st.idle_yields, 1);
 		SRDMA_LT(SRDMA_LT_NAP);
-		if (ppoll(&pfd, 1, &ts, NULL) < 0)
+		/* The connected receive socket too, when there is one (a
+		 * stale number, closed meanwhile, ends the nap early or not
+		 * at all: it is only waited on, never read). */
+		pfd[1].fd = atomic_load_explicit(&ep->crx,
+						 memory_order_relaxed);
+		if (ppoll(pfd, pfd[1].fd >= 0 ? 2 : 1, &ts, NULL) < 0)
 			srdma_dbg("ppoll: %s", strerror(errno));
 		break;
 	}
