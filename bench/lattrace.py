@@ -21,7 +21,8 @@ import sys
 
 EV = {1: "POST", 2: "TX0", 3: "TX1", 4: "PEND", 5: "RX1", 6: "DRAIN",
       7: "CQHIT", 8: "THREAD", 9: "RX0", 10: "PKT", 11: "ICRC", 12: "QPIN",
-      13: "NRPOST", 14: "FLUSH", 15: "SRAW"}
+      13: "NRPOST", 14: "FLUSH", 15: "SRAW", 16: "YIELD", 17: "YRET",
+      18: "PMOFF", 19: "PMON", 20: "LONE", 21: "NAP", 22: "ARM"}
 
 
 def ghz():

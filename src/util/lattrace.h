@@ -32,6 +32,13 @@ enum srdma_lt_ev {
 	SRDMA_LT_NRPOST = 13,	/* the net requester has the WQE */
 	SRDMA_LT_FLUSH = 14,	/* the requester's batch goes to the endpoint */
 	SRDMA_LT_SRAW = 15,	/* the endpoint's send entered */
+	SRDMA_LT_YIELD = 16,	/* an idle poll calls sched_yield */
+	SRDMA_LT_YRET = 17,	/* sched_yield returned */
+	SRDMA_LT_PMOFF = 18,	/* the thread takes the socket out (poll mode) */
+	SRDMA_LT_PMON = 19,	/* the thread takes the socket back */
+	SRDMA_LT_LONE = 20,	/* a lone ACK ends poll mode */
+	SRDMA_LT_NAP = 21,	/* an idle poll naps on the socket */
+	SRDMA_LT_ARM = 22,	/* the application arms a CQ or waits for an event */
 };
 
 #ifdef SRDMA_LAT_TRACE

@@ -392,12 +392,58 @@ static void test_lone_ack_ends_poll_mode(void **state)
 	unsetenv("SRDMA_NET_POLL_US");
 }
 
+/*
+ * An application that armed a CQ and then polls on is a polling one
+ * again after ARM_POLLS (256) polls: UCX arms its CQs while it connects
+ * and then busy-polls, and the 100 ms during which an arm used to count
+ * (no poll mode, no held ACKs) covered all or part of Open MPI's 8-byte
+ * ping-pong, which then ran on thread wake-ups (two-moded: ~6.5 or ~15
+ * us). An event-driven application (a few polls per arm) still counts
+ * as waiting.
+ */
+static void test_polls_after_arm(void **state)
+{
+	struct srdma_context *ctx;
+	int i;
+
+	(void)state;
+	if (!have_netns)
+		skip();
+	setenv("SRDMA_NET_POLL_US", "200", 1);
+	assert_int_equal(srdma_context_open(srdma_device_get(), &ctx), 0);
+	assert_non_null(srdma_net_ctx_get(ctx));
+	assert_false(srdma_net_app_waits(ctx));
+	srdma_net_poll_end(ctx);		/* ibv_req_notify_cq */
+	assert_true(srdma_net_app_waits(ctx));
+	/* event-driven: a few polls per arm, arm again */
+	for (i = 0; i < 100; i++) {
+		int k;
+
+		for (k = 0; k < 4; k++)
+			assert_int_equal(srdma_net_progress(ctx, 16), 0);
+		srdma_net_poll_end(ctx);
+		assert_true(srdma_net_app_waits(ctx));
+	}
+	/* polling on: waits no more (poll_stamp asks the same) */
+	for (i = 0; i < 255; i++)
+		srdma_net_progress(ctx, 16);
+	assert_true(srdma_net_app_waits(ctx));
+	srdma_net_progress(ctx, 16);
+	assert_false(srdma_net_app_waits(ctx));
+	/* armed again: waits again */
+	srdma_net_poll_end(ctx);
+	assert_true(srdma_net_app_waits(ctx));
+	srdma_net_ctx_close(ctx);
+	assert_int_equal(srdma_context_close(ctx), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_idle_no_lock),
 		cmocka_unit_test(test_long_answer_keeps_poll_mode),
 		cmocka_unit_test(test_lone_ack_ends_poll_mode),
+		cmocka_unit_test(test_polls_after_arm),
 	};
 
 	resolve_trylock();	/* before any thread */

@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -61,6 +62,7 @@
 #include "transport/host/mcast.h"
 #include "transport/net/demux.h"
 #include "transport/net/gid.h"
+#include "transport/net/idle.h"
 #include "transport/net/net.h"
 #include "transport/net/netfault.h"
 #include "transport/net/pcap.h"
@@ -94,6 +96,9 @@
  * polling application received nothing (poll_idle). */
 #define POLL_IDLE_WINDOWS 4
 #define APP_WAITS_NS 100000000ull	/* events used this lately: no held ACKs */
+/* ... unless it has polled this many times since (a polling application
+ * that armed a CQ once, e.g. while it connected). */
+#define ARM_POLLS 256u
 /* An empty poll leaves the receive to the poller that made the last one
  * when that was this recent (srdma_net_progress_from). */
 #define RX_LEAD_NS 5000ull
@@ -217,6 +222,10 @@ struct srdma_net_ctx {
 	/* The last ibv_req_notify_cq / ibv_get_cq_event (srdma_net_poll_end),
 	 * 0 for none: the application waits for events (no held ACKs). */
 	_Atomic uint64_t event_ns;
+	/* Inline polls since the last of those, up to ARM_POLLS (relaxed;
+	 * any application thread): at ARM_POLLS the application polls, and
+	 * event_ns no longer counts. */
+	_Atomic uint32_t arm_polls;
 	/* The earliest held-ACK deadline armed since the last timer scan
 	 * (0: none): the inline path scans when it is due. */
 	_Atomic uint64_t ack_due;
@@ -1112,6 +1121,7 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 				srdma_dbg("epoll_ctl: %s", strerror(errno));
 			crx_set(ep, false);
 			cnt(&ep->st.poll_handoffs, 1);
+			SRDMA_LT(SRDMA_LT_PMOFF);
 			return until;
 		}
 		/* Back in, as below: not while an application that saw
@@ -1152,6 +1162,7 @@ static uint64_t poll_mode(struct srdma_net_ctx *ep, uint64_t now, bool rx)
 			return now + 1000000u;
 		}
 		crx_set(ep, true);
+		SRDMA_LT(SRDMA_LT_PMON);
 		return 0;
 	}
 	return until > now ? until : 0;
@@ -1780,8 +1791,10 @@ static bool gso_refusal(int err)
 static void poll_stamp(struct srdma_net_ctx *ep, uint64_t now)
 {
 	if (ep->poll_ns &&
-	    now - atomic_load_explicit(&ep->event_ns, memory_order_relaxed) >=
-	    APP_WAITS_NS)
+	    (now - atomic_load_explicit(&ep->event_ns, memory_order_relaxed) >=
+	     APP_WAITS_NS ||
+	     atomic_load_explicit(&ep->arm_polls, memory_order_relaxed) >=
+	     ARM_POLLS))
 		atomic_store_explicit(&ep->poll_until, now + ep->poll_ns,
 				      memory_order_relaxed);
 }
@@ -2213,48 +2226,70 @@ static void poll_close(struct srdma_net_ctx *ep)
 
 	atomic_store(&ep->poll_until, 0);
 	cnt(&ep->st.lone_acks, 1);
+	SRDMA_LT(SRDMA_LT_LONE);
 	/* See poll_mode(): the thread sees the 0, or we see udp_off. */
 	if (atomic_load(&ep->udp_off) &&
 	    write(ep->evfd, &one, sizeof(one)) < 0)
 		srdma_dbg("eventfd: %s", strerror(errno));
 }
 
-/* Per polling thread: its last inline poll, since when its polls have
- * found nothing (0: the last one received), until when it yields while
- * idle (it was descheduled lately), and its last yield. */
-static _Thread_local uint64_t idle_last, idle_from, idle_shared,
-	idle_yielded;
+/* Per polling thread: the idle yield's state (transport/net/idle.h). */
+static _Thread_local struct srdma_idle idle_st = SRDMA_IDLE_INIT;
+
+/* The calling thread's involuntary context switches, -1 on failure. */
+static long thread_nivcsw(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -1;
+	return ru.ru_nivcsw;
+}
+
+/* May the calling thread run on one CPU only? */
+static bool thread_one_cpu(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return false;
+	return CPU_COUNT(&set) == 1;
+}
 
 /* A poll that finds nothing for yield_ns yields the CPU, while the
- * thread shows signs of sharing it: a gap of YIELD_GAP_NS between two of
- * its polls. See net-endpoint.md, "Sharing a CPU". */
-#define YIELD_GAP_NS 500000u
-#define YIELD_HOLD_NS 100000000u
-
+ * thread shows signs of sharing it (idle.h). See net-endpoint.md,
+ * "Sharing a CPU". */
 static void idle_yield(struct srdma_net_ctx *ep, int n, uint64_t start,
 		       uint64_t now)
 {
-	uint64_t last = idle_last;
+	struct pollfd pfd[2] = { { .fd = ep->udp, .events = POLLIN },
+				 { .fd = -1, .events = POLLIN } };
+	struct timespec ts = { 0, SRDMA_IDLE_NAP_NS };
 
-	idle_last = now;
-	if (!ep->yield_ns)
+	switch (srdma_idle_step(&idle_st, start, now, n, ep->yield_ns,
+				thread_nivcsw, thread_one_cpu)) {
+	case SRDMA_IDLE_SPIN:
 		return;
-	if (last && start - last > YIELD_GAP_NS)
-		idle_shared = now + YIELD_HOLD_NS;
-	if (n) {
-		idle_from = 0;
-		return;
+	case SRDMA_IDLE_YIELD:
+		cnt(&ep->st.idle_yields, 1);
+		SRDMA_LT(SRDMA_LT_YIELD);
+		sched_yield();
+		break;
+	case SRDMA_IDLE_NAP:
+		/* Wait for the peer's datagram asleep: the wake-up may
+		 * place us on another CPU (idle.c). */
+		cnt(&ep->st.idle_yields, 1);
+		SRDMA_LT(SRDMA_LT_NAP);
+		/* The connected receive socket too, when there is one (a
+		 * stale number, closed meanwhile, ends the nap early or not
+		 * at all: it is only waited on, never read). */
+		pfd[1].fd = atomic_load_explicit(&ep->crx,
+						 memory_order_relaxed);
+		if (ppoll(pfd, pfd[1].fd >= 0 ? 2 : 1, &ts, NULL) < 0)
+			srdma_dbg("ppoll: %s", strerror(errno));
+		break;
 	}
-	if (!idle_from) {
-		idle_from = now;
-		return;
-	}
-	if (now > idle_shared || now - idle_from < ep->yield_ns ||
-	    now - idle_yielded < ep->yield_ns)
-		return;
-	idle_yielded = now;
-	cnt(&ep->st.idle_yields, 1);
-	sched_yield();
+	SRDMA_LT(SRDMA_LT_YRET);
 }
 
 int srdma_net_progress(struct srdma_context *ctx, int budget)
@@ -2268,6 +2303,7 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 	struct srdma_net_ctx *ep = ep_of(ctx);
 	uint64_t now, start, ack;
 	bool lone = false;
+	uint32_t arm;
 	int n;
 
 	if (!ep || budget <= 0 || !ep->poll_inline)
@@ -2299,6 +2335,13 @@ int srdma_net_progress_from(struct srdma_context *ctx, const void *poller,
 		atomic_store_explicit(&ep->rx_lead_ns, now,
 				      memory_order_relaxed);
 	}
+	/* A polling application, even if it armed a CQ lately (UCX does
+	 * while it connects): see srdma_net_app_waits. A load and, until
+	 * ARM_POLLS, a store. */
+	arm = atomic_load_explicit(&ep->arm_polls, memory_order_relaxed);
+	if (arm < ARM_POLLS)
+		atomic_store_explicit(&ep->arm_polls, arm + 1,
+				      memory_order_relaxed);
 	/* Poll mode: the thread keeps off the socket until poll_ns after
 	 * the last of these calls (one store; the thread reads it when it
 	 * wakes). Not for an application that waits for events (an empty
@@ -2369,8 +2412,11 @@ void srdma_net_poll_end(struct srdma_context *ctx)
 
 	if (!ep)
 		return;
+	SRDMA_LT(SRDMA_LT_ARM);
 	/* The application uses events: no held ACKs for a while. */
 	now = srdma_net_now_ns();
+	if (atomic_load_explicit(&ep->arm_polls, memory_order_relaxed))
+		atomic_store_explicit(&ep->arm_polls, 0, memory_order_relaxed);
 	if (atomic_load_explicit(&ep->event_ns, memory_order_relaxed) + 1000000u <
 	    now)
 		atomic_store_explicit(&ep->event_ns, now,
@@ -2398,8 +2444,15 @@ bool srdma_net_app_waits(struct srdma_context *ctx)
 		return waits(ctx);
 	if (!ep)
 		return false;
+	/* Events lately, and few polls since: an application that polls
+	 * on after arming a CQ (UCX arms its CQs while it connects, then
+	 * polls) is a polling one again after ARM_POLLS polls, not 100 ms
+	 * later: its 8-byte ping-pong ran without poll mode and held ACKs
+	 * for the first 100 ms (net-endpoint.md, "Two pollers"). */
 	t = atomic_load_explicit(&ep->event_ns, memory_order_relaxed);
-	return t && srdma_net_now_ns() - t < APP_WAITS_NS;
+	return t && srdma_net_now_ns() - t < APP_WAITS_NS &&
+	       atomic_load_explicit(&ep->arm_polls, memory_order_relaxed) <
+	       ARM_POLLS;
 }
 
 void srdma_net_ack_armed(struct srdma_context *ctx, uint64_t due_ns)
