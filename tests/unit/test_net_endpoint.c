@@ -45,6 +45,7 @@
 #include <cmocka.h>
 
 #include "netns_util.h"
+#include "net_lo_util.h"
 
 #include "core/core.h"
 #include "transport/net/net.h"
@@ -238,19 +239,6 @@ static void hook(struct srdma_net_qp *nq, const struct srdma_pkt *pkt,
 	hook_calls++;
 }
 
-static void path_of(struct srdma_wire_path *p, bool v6)
-{
-	static const uint8_t lo4[16] = { [10] = 0xff, [11] = 0xff, [12] = 127,
-					 [15] = 1 };
-	static const uint8_t lo6[16] = { [15] = 1 };
-
-	memset(p, 0, sizeof(*p));
-	memcpy(p->sip, v6 ? lo6 : lo4, 16);
-	memcpy(p->dip, v6 ? lo6 : lo4, 16);
-	p->sport = SRDMA_NET_SPORT;
-	p->dport = SRDMA_ROCE_PORT;
-}
-
 /* An RC SEND_ONLY with 5 bytes of payload, ICRC for @p (spoiled if
  * @bad_icrc); returns the datagram length. */
 static size_t make_send(uint8_t *b, const struct srdma_wire_path *p,
@@ -318,7 +306,7 @@ static void test_dispatch(void **state)
 	srdma_net_input_hook = hook;
 	hook_calls = 0;
 	for (v6 = 0; v6 < 2; v6++) {
-		path_of(&p, v6);
+		test_lo_path(&p, v6);
 		v.iov_base = buf;
 		v.iov_len = make_send(buf, &p, nq.qpn, 100 + v6, 0xffff,
 				      false);
@@ -351,7 +339,7 @@ static void test_dispatch(void **state)
 	assert_int_equal(s.tx_dgrams, 8);
 	/* Unregister while a packet is being handled: it waits. */
 	hook_sleep_ms = 200;
-	path_of(&p, false);
+	test_lo_path(&p, false);
 	v.iov_len = make_send(buf, &p, nq.qpn, 7, 0xffff, false);
 	assert_int_equal(srdma_net_send(a, &p, &v, 1), 0);
 	for (t0 = 0; t0 < 300 && !atomic_load(&nq.refs); t0++)
@@ -435,7 +423,7 @@ static uint64_t gso_batch(struct srdma_context *a, struct srdma_context *b,
 	size_t len[GSO_N];
 	int i, t;
 
-	path_of(&p, v6);
+	test_lo_path(&p, v6);
 	srdma_net_ep_stats(a, &sa0);
 	srdma_net_ep_stats(b, &sb0);
 	gso_seen[0] = gso_seen[1] = 0;

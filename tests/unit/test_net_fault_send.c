@@ -35,6 +35,7 @@
 #include <cmocka.h>
 
 #include "netns_util.h"
+#include "net_lo_util.h"
 
 #include "core/core.h"
 #include "transport/net/net.h"
@@ -66,32 +67,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void loopback(struct srdma_wire_path *p)
-{
-	static const uint8_t lo4[16] = { [10] = 0xff, [11] = 0xff, [12] = 127,
-					 [15] = 1 };
-
-	memset(p, 0, sizeof(*p));
-	memcpy(p->sip, lo4, 16);
-	memcpy(p->dip, lo4, 16);
-	p->sport = SRDMA_NET_SPORT;
-	p->dport = SRDMA_ROCE_PORT;
-}
-
 /* A UC SEND_ONLY to @qpn, from @from. */
 static void send_to(struct srdma_context *from, uint32_t qpn)
 {
 	struct srdma_pkt k = { .opcode = SRDMA_TR_UC | SRDMA_OP_SEND_ONLY,
 			       .pkey = 0xffff, .dqpn = qpn, .psn = 1 };
-	struct srdma_wire_path p;
-	uint8_t buf[64];
-	struct iovec v = { buf, 0 };
-
-	loopback(&p);
-	v.iov_len = srdma_wire_build(buf, &k);
-	srdma_wire_put_icrc(buf + v.iov_len, srdma_wire_icrc(&p, &v, 1));
-	v.iov_len += 4;
-	assert_int_equal(srdma_net_send(from, &p, &v, 1), 0);
+	assert_int_equal(test_lo_send(from, &k), 0);
 }
 
 static void test_send_delivers_no_held_rx(void **state)

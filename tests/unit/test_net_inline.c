@@ -52,6 +52,7 @@
 #include <cmocka.h>
 
 #include "netns_util.h"
+#include "net_lo_util.h"
 
 #include "core/core.h"
 #include "transport/net/net.h"
@@ -158,18 +159,6 @@ static void sleep_ms(int ms)
 		;
 }
 
-static void loopback(struct srdma_wire_path *p)
-{
-	static const uint8_t lo4[16] = { [10] = 0xff, [11] = 0xff, [12] = 127,
-					 [15] = 1 };
-
-	memset(p, 0, sizeof(*p));
-	memcpy(p->sip, lo4, 16);
-	memcpy(p->dip, lo4, 16);
-	p->sport = SRDMA_NET_SPORT;
-	p->dport = SRDMA_ROCE_PORT;
-}
-
 /* A 16-byte datagram for @qpn: its receiver drops it (no such QP), after
  * counting it received. */
 static void junk(struct srdma_context *from, uint32_t qpn)
@@ -178,7 +167,7 @@ static void junk(struct srdma_context *from, uint32_t qpn)
 	uint8_t b[16] = { 0 };
 	struct iovec v = { b, sizeof(b) };
 
-	loopback(&p);
+	test_lo_path(&p, false);
 	b[5] = (uint8_t)(qpn >> 16);
 	b[6] = (uint8_t)(qpn >> 8);
 	b[7] = (uint8_t)qpn;
@@ -263,7 +252,7 @@ static void test_long_answer_keeps_poll_mode(void **state)
 
 	/* The request: received inline, answered for 1.5 windows. */
 	k.dqpn = nq.qpn;
-	loopback(&p);
+	test_lo_path(&p, false);
 	v.iov_len = srdma_wire_build(b, &k);
 	srdma_wire_put_icrc(b + v.iov_len, srdma_wire_icrc(&p, &v, 1));
 	v.iov_len += 4;
@@ -357,7 +346,7 @@ static void test_lone_ack_ends_poll_mode(void **state)
 
 	/* The lone ACK, received inline; then the poller stops polling. */
 	k.dqpn = nq.qpn;
-	loopback(&p);
+	test_lo_path(&p, false);
 	v.iov_len = srdma_wire_build(b, &k);
 	srdma_wire_put_icrc(b + v.iov_len, srdma_wire_icrc(&p, &v, 1));
 	v.iov_len += 4;
