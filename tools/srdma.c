@@ -297,6 +297,35 @@ static int find_libdir(char *buf)
 	return -ENOENT;
 }
 
+/*
+ * The signal watch for a libibverbs that comes after the C library (UCX,
+ * Open MPI, libfabric, pyverbs; src/util/sigwatch.c): libsrdma_sigwatch.so
+ * last on LD_PRELOAD, so that a sanitizer runtime put there stays first.
+ * Not with SRDMA_SIGWATCH=0, and not from a sanitizer build of ours (the
+ * memcpy guard is off there, and a sanitized program must load its
+ * runtime first). Without it the program still runs: its copies then ask
+ * the kernel about the handlers, as before; said only under SRDMA_LOG.
+ */
+static void run_sigwatch(const char *libdir)
+{
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	const char *e = getenv("SRDMA_SIGWATCH");
+	char lib[PATH_MAX + 32];
+	int ret;
+
+	if (e && !strcmp(e, "0"))
+		return;
+	snprintf(lib, sizeof(lib), "%s/libsrdma_sigwatch.so", libdir);
+	ret = access(lib, R_OK) ? -errno : srdma_run_preload(lib, true);
+	if (ret && getenv("SRDMA_LOG"))
+		fprintf(stderr, "srdma run: cannot preload %s: %s\n", lib,
+			ret == -EINVAL ? "a space or colon in the path"
+				       : strerror(-ret));
+#else
+	(void)libdir;
+#endif
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	const char *old = getenv("LD_LIBRARY_PATH");
@@ -342,6 +371,7 @@ static int cmd_run(int argc, char **argv)
 	ret = srdma_run_devnode(libdir);
 	if (ret)
 		return ret;
+	run_sigwatch(libdir);
 
 	execvp(argv[0], argv);
 	fprintf(stderr, "srdma run: cannot execute '%s': %s\n", argv[0],

@@ -311,15 +311,24 @@ int srdma_devnode_view(const char *path, bool *changed, char *err,
 
 /* ---- the srdma command's side ----------------------------------------- */
 
-/* Put @lib first on LD_PRELOAD. */
-static int preload(const char *lib)
+int srdma_run_preload(const char *lib, bool last)
 {
 	const char *old = getenv("LD_PRELOAD");
+	const char *p;
+	size_t n = strlen(lib);
 	char *val;
 	int ret;
 
+	if (strpbrk(lib, " :"))
+		return -EINVAL;	/* LD_PRELOAD splits at spaces and colons */
+	/* Already there (a nested `srdma run`): once is enough. */
+	for (p = old; p && (p = strstr(p, lib)); p += n)
+		if ((p == old || p[-1] == ':' || p[-1] == ' ') &&
+		    (!p[n] || p[n] == ':' || p[n] == ' '))
+			return 0;
 	if (old && *old)
-		ret = asprintf(&val, "%s:%s", lib, old);
+		ret = last ? asprintf(&val, "%s:%s", old, lib)
+			   : asprintf(&val, "%s:%s", lib, old);
 	else
 		ret = asprintf(&val, "%s", lib);
 	if (ret < 0)
@@ -361,13 +370,10 @@ int srdma_run_devnode(const char *libdir)
 		return 125;
 	}
 	snprintf(lib, sizeof(lib), "%s/libsrdma_devnode.so", libdir);
-	/* LD_PRELOAD splits at spaces and colons. */
-	if (strpbrk(lib, " :"))
-		ret = -EINVAL;
-	else if (access(lib, R_OK))
+	if (access(lib, R_OK))
 		ret = -errno;
 	else
-		ret = preload(lib);
+		ret = srdma_run_preload(lib, false);
 	if (!ret)
 		return 0;
 	/* Asked for: fail. By default: run the program anyway - only UCX

@@ -68,6 +68,19 @@ int srdma_devnode_view(const char *path, bool *changed, char *err,
 		       size_t errlen);
 
 /**
+ * srdma_run_preload() - add a library to LD_PRELOAD for the program that
+ * `srdma run` executes.
+ * @lib: the library's path (no space or colon: LD_PRELOAD splits there)
+ * @last: after what LD_PRELOAD already holds (a sanitizer runtime must
+ *        stay first), else before it
+ *
+ * Context: single-threaded, before exec.
+ * Return: 0 (also when @lib is already on it); -EINVAL for a space or
+ * colon in @lib, -ENOMEM, or setenv's -errno.
+ */
+int srdma_run_preload(const char *lib, bool last);
+
+/**
  * srdma_run_devnode() - `srdma run`'s step before exec, by SRDMA_DEVNODE:
  * auto (default): nothing if the node of srdma_devnode_path() is usable,
  * else as preload; preload: put @libdir/libsrdma_devnode.so first on

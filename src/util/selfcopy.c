@@ -32,8 +32,9 @@
  * process. So the copy uses memcpy only while our handler is the
  * installed one; otherwise that copy goes through process_vm_*. How we
  * know: when the signal watch is active (sigwatch.c: the library's own
- * sigaction, signal, ... see every handler change made through the C
- * library), the kernel is asked (sigaction with no new action, 0.2-0.3 us
+ * sigaction, signal, ..., or those of a preloaded libsrdma_sigwatch.so,
+ * see every handler change made through the C library), the kernel is
+ * asked (sigaction with no new action, 0.2-0.3 us
  * here) only when the watch's generation moved since our handlers were
  * last found installed, and every 1024 copies per thread as a backstop
  * for what the watch cannot see (a raw rt_sigaction system call: noticed
@@ -207,7 +208,7 @@ static bool still_ours(void)
 	unsigned long g;
 
 	if (srdma_sigwatch_active()) {
-		g = atomic_load(&srdma_sigwatch_gen);
+		g = srdma_sigwatch_generation();
 		if (g == atomic_load_explicit(&verified_gen,
 					      memory_order_relaxed) &&
 		    ++since_check % WATCH_RECHECK_EVERY)

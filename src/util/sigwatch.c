@@ -14,7 +14,7 @@
  * __sigaction, signal, bsd_signal, ssignal, sysv_signal, __sysv_signal,
  * sigset and sigignore itself (exported under the C library's own symbol
  * version, libibverbs.map), each forwarding to the C library's function
- * (dlsym RTLD_NEXT) and, once that returned, bumping srdma_sigwatch_gen
+ * (dlsym RTLD_NEXT) and, once that returned, bumping a generation counter
  * when the signal is SIGSEGV or SIGBUS and the call may have changed its
  * disposition. The guard asks the kernel again only when the counter
  * moved (and every 1024 copies as a backstop). The C library's own
@@ -30,6 +30,18 @@
  *
  * The forwarding is async-signal-safe once the C library's functions are
  * resolved (a constructor does it; a call before that resolves lazily).
+ *
+ * A libibverbs that is not first - dlopen()ed by UCX's module loader, by
+ * Open MPI's components, by pyverbs, or a dependency of libfabric, where
+ * the C library comes before us in the global scope - cannot see the
+ * calls. For those, the same file is also built as libsrdma_sigwatch.so
+ * (SRDMA_SIGWATCH_PRELOAD), which `srdma run` preloads: a preloaded
+ * object comes before the C library in every search order. It exports the
+ * same interposers and a descriptor (struct srdma_sigwatch_ext,
+ * sigwatch.h) with its counter and their addresses; libibverbs's
+ * srdma_sigwatch_active() accepts the watch when every name binds either
+ * to our own copies or to the descriptor's, and then reads the
+ * descriptor's counter.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,14 +51,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef SRDMA_SIGWATCH_PRELOAD
 #include "util/log.h"
+#endif
 #include "util/sigwatch.h"
 
 #if defined(__GLIBC__) && defined(__x86_64__)
 #define LIBC_VER "GLIBC_2.2.5"	/* the node name in libibverbs.map */
 #endif
 
-_Atomic unsigned long srdma_sigwatch_gen;
+/* Bumped (seq_cst) after each call through our interposers that may
+ * have changed the disposition of SIGSEGV or SIGBUS, once the C
+ * library's call has returned. */
+static _Atomic unsigned long gen;
 
 typedef int sa_fn(int, const struct sigaction *, struct sigaction *);
 typedef __sighandler_t sig_fn(int, __sighandler_t);
@@ -95,7 +112,7 @@ __attribute__((constructor)) static void resolve(void)
 static void changed(int sig)
 {
 	if (sig == SIGSEGV || sig == SIGBUS)
-		atomic_fetch_add(&srdma_sigwatch_gen, 1);
+		atomic_fetch_add(&gen, 1);
 }
 
 static int sa_common(int w, int sig, const struct sigaction *act,
@@ -233,20 +250,69 @@ SW_EXPORT(sw_sigset, sigset);
 SW_EXPORT(sw_sigignore, sigignore);
 #endif
 
+#ifdef LIBC_VER
+/* This copy's interposers, in names[] order. */
+#define OURS                                                            \
+	{                                                               \
+		(void *)sw_sigaction, (void *)sw___sigaction,           \
+		(void *)sw_signal, (void *)sw_bsd_signal,               \
+		(void *)sw_ssignal, (void *)sw_sysv_signal,             \
+		(void *)sw___sysv_signal, (void *)sw_sigset,            \
+		(void *)sw_sigignore,                                   \
+	}
+#endif
+
+#ifdef SRDMA_SIGWATCH_PRELOAD
+/*
+ * libsrdma_sigwatch.so: the interposers above and this descriptor, for a
+ * libibverbs that the process loads where its own copies cannot come
+ * first (sigwatch.h). Exported as srdma_sigwatch_preload@SRDMA_SIGWATCH_1
+ * (tools/sigwatch_preload.map).
+ */
+#ifdef LIBC_VER
+__attribute__((visibility("default")))
+const struct srdma_sigwatch_ext srdma_sigwatch_preload = {
+	.magic = SRDMA_SIGWATCH_EXT_MAGIC,
+	.version = SRDMA_SIGWATCH_EXT_VERSION,
+	.nfns = W_N,
+	.gen = &gen,
+	.fns = OURS,
+};
+#endif
+#else /* libibverbs (and the unit tests' static copy) */
+
+_Static_assert(W_N == SRDMA_SIGWATCH_NFNS, "sigwatch.h's name count");
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static bool active; /* immutable after once */
+/* The counter of the copy that every name binds to; NULL: no watch.
+ * Immutable after once. */
+static _Atomic unsigned long *watch_gen;
+
+#ifdef LIBC_VER
+/* A preloaded libsrdma_sigwatch.so's descriptor, if one is loaded and
+ * well formed (it may come from another build: checked, never trusted
+ * further than its own fields). */
+static const struct srdma_sigwatch_ext *preloaded(void)
+{
+	const struct srdma_sigwatch_ext *x =
+		dlvsym(RTLD_DEFAULT, "srdma_sigwatch_preload",
+		       SRDMA_SIGWATCH_EXT_NODE);
+
+	if (!x || x->magic != SRDMA_SIGWATCH_EXT_MAGIC ||
+	    x->version != SRDMA_SIGWATCH_EXT_VERSION || x->nfns != W_N ||
+	    !x->gen)
+		return NULL;
+	return x;
+}
+#endif
 
 static void decide(void)
 {
 	const char *e = getenv("SRDMA_SIGWATCH");
 #ifdef LIBC_VER
-	const void *ours[W_N] = {
-		(void *)sw_sigaction,	  (void *)sw___sigaction,
-		(void *)sw_signal,	  (void *)sw_bsd_signal,
-		(void *)sw_ssignal,	  (void *)sw_sysv_signal,
-		(void *)sw___sysv_signal, (void *)sw_sigset,
-		(void *)sw_sigignore,
-	};
+	const void *ours[W_N] = OURS;
+	const struct srdma_sigwatch_ext *x = preloaded();
+	bool own = true, pre = x != NULL;
 	void *p;
 	int w;
 #endif
@@ -256,15 +322,25 @@ static void decide(void)
 		return;
 	}
 #ifdef LIBC_VER
+	/* Every name must bind to one copy: ours, or the preloaded one. */
 	for (w = 0; w < W_N; w++) {
 		p = dlvsym(RTLD_DEFAULT, names[w], LIBC_VER);
-		if (p != ours[w]) {
-			srdma_dbg("signal handler watch off (%s binds elsewhere): the memcpy guard asks the kernel per copy",
-				  names[w]);
+		own = own && p == ours[w];
+		pre = pre && p == x->fns[w];
+		if (!own && !pre) {
+			srdma_dbg("signal handler watch off (%s binds elsewhere%s): the memcpy guard asks the kernel per copy",
+				  names[w],
+				  x ? "" : "; `srdma run` preloads libsrdma_sigwatch.so for a libibverbs that comes after the C library");
 			return;
 		}
 	}
-	active = true;
+	if (own) {
+		watch_gen = &gen;
+		srdma_dbg("signal handler watch on (libibverbs's own interposers)");
+	} else {
+		watch_gen = x->gen;
+		srdma_dbg("signal handler watch on (the preloaded libsrdma_sigwatch.so)");
+	}
 #else
 	srdma_dbg("signal handler watch off (C library version unknown here): the memcpy guard asks the kernel per copy");
 #endif
@@ -273,5 +349,12 @@ static void decide(void)
 bool srdma_sigwatch_active(void)
 {
 	pthread_once(&once, decide);
-	return active;
+	return watch_gen != NULL;
 }
+
+unsigned long srdma_sigwatch_generation(void)
+{
+	pthread_once(&once, decide);
+	return watch_gen ? atomic_load(watch_gen) : 0;
+}
+#endif

@@ -10,14 +10,33 @@
 #define SRDMA_UTIL_SIGWATCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /*
- * Bumped (seq_cst) after each call through our interposers that may have
- * changed the disposition of SIGSEGV or SIGBUS, once the C library's call
- * has returned. Read with atomic_load; hidden, one per linked copy.
+ * The descriptor a preloaded libsrdma_sigwatch.so exports as
+ * srdma_sigwatch_preload@SRDMA_SIGWATCH_1 (sigwatch.c built with
+ * SRDMA_SIGWATCH_PRELOAD): an ABI between that library and libibverbs,
+ * which may come from different builds, so libibverbs checks magic,
+ * version and count before it uses the rest.
  */
-extern _Atomic unsigned long srdma_sigwatch_gen
-	__attribute__((visibility("hidden")));
+#define SRDMA_SIGWATCH_EXT_NODE "SRDMA_SIGWATCH_1"
+#define SRDMA_SIGWATCH_EXT_MAGIC 0x48435753u	/* "SWCH" */
+#define SRDMA_SIGWATCH_EXT_VERSION 1u
+#define SRDMA_SIGWATCH_NFNS 9u
+struct srdma_sigwatch_ext {
+	uint32_t magic;		/* SRDMA_SIGWATCH_EXT_MAGIC */
+	uint32_t version;	/* SRDMA_SIGWATCH_EXT_VERSION */
+	uint32_t nfns;		/* SRDMA_SIGWATCH_NFNS */
+	uint32_t reserved;
+	/* Bumped (seq_cst) after each call through the library's
+	 * interposers that may have changed SIGSEGV's or SIGBUS's
+	 * disposition, once the C library's call returned. */
+	_Atomic unsigned long *gen;
+	/* Its interposers, in the order sigaction, __sigaction, signal,
+	 * bsd_signal, ssignal, sysv_signal, __sysv_signal, sigset,
+	 * sigignore. */
+	void *fns[SRDMA_SIGWATCH_NFNS];
+};
 
 /**
  * srdma_sigwatch_active() - do our interposers see every handler change
@@ -27,12 +46,13 @@ extern _Atomic unsigned long srdma_sigwatch_gen
  * signal, bsd_signal, ssignal, sysv_signal, __sysv_signal, sigset,
  * sigignore), looked up as the application's own references look them up
  * (the C library's symbol version, from the global scope), is the copy in
- * this object. False when this copy is not first in the search order: a
- * libibverbs dlopen()ed with RTLD_LOCAL (pyverbs), an executable linked
- * with the C library before us, a preloaded interposer or sanitizer
- * runtime ahead of us, the copy of this file linked into librdmacm, an
- * architecture whose C library version we do not know, or
- * SRDMA_SIGWATCH=0. Decided once, at the first call.
+ * this object, or each is the copy in a preloaded libsrdma_sigwatch.so
+ * (struct srdma_sigwatch_ext; `srdma run` preloads it). False otherwise:
+ * a libibverbs dlopen()ed with RTLD_LOCAL (pyverbs, UCX, Open MPI) or an
+ * executable linked with the C library before us, without the preload; a
+ * preloaded interposer or sanitizer runtime ahead of us; the copy of this
+ * file linked into librdmacm; an architecture whose C library version we
+ * do not know; SRDMA_SIGWATCH=0. Decided once, at the first call.
  *
  * What an active watch cannot see: rt_sigaction made as a raw system call
  * (syscall(2), inline assembly, a runtime without libc such as Go's), the
@@ -40,8 +60,17 @@ extern _Atomic unsigned long srdma_sigwatch_gen
  * namespace (dlmopen), and the compat-only sigvec of old binaries.
  *
  * Context: any thread.
- * Return: true if srdma_sigwatch_gen moves with every such change.
+ * Return: true if srdma_sigwatch_generation() moves with every such change.
  */
 bool srdma_sigwatch_active(void);
+
+/**
+ * srdma_sigwatch_generation() - the watch's counter of SIGSEGV/SIGBUS
+ * disposition changes (of whichever copy srdma_sigwatch_active() chose).
+ *
+ * Context: any thread.
+ * Return: the count (seq_cst load); 0 when the watch is off.
+ */
+unsigned long srdma_sigwatch_generation(void);
 
 #endif

@@ -117,6 +117,7 @@ files=$(dpkg-deb --fsys-tarfile "$deb" | tar -t |
 for f in /usr/bin/srdma /usr/lib/softrdma/libibverbs.so.1 \
 	 /usr/lib/softrdma/librdmacm.so.1 \
 	 /usr/lib/softrdma/libsrdma_devnode.so \
+	 /usr/lib/softrdma/libsrdma_sigwatch.so \
 	 /usr/lib/pkgconfig/softrdma.pc \
 	 /usr/include/infiniband/verbs_relaxed.h \
 	 /usr/share/man/man1/srdma.1.gz \

@@ -3,7 +3,8 @@
 #
 # test_prefix.sh - `cmake --install BUILD_DIR --prefix P` into a scratch
 # prefix, then use softrdma from there as a user would:
-#   - the layout: libibverbs.so.1, librdmacm.so.1 and libsrdma_devnode.so
+#   - the layout: libibverbs.so.1, librdmacm.so.1, libsrdma_devnode.so and
+#     libsrdma_sigwatch.so
 #     in P/lib/softrdma and no library of ours in P/lib (where it could
 #     shadow the distribution's), srdma in P/bin, verbs_relaxed.h,
 #     softrdma.pc, the man pages (formatted without a warning), librdmacm's
@@ -42,7 +43,8 @@ fi
 il_ok "cmake --install --prefix $P"
 
 for f in lib/softrdma/libibverbs.so.1 lib/softrdma/librdmacm.so.1 \
-	 lib/softrdma/libsrdma_devnode.so bin/srdma \
+	 lib/softrdma/libsrdma_devnode.so lib/softrdma/libsrdma_sigwatch.so \
+	 bin/srdma \
 	 include/infiniband/verbs_relaxed.h lib/pkgconfig/softrdma.pc \
 	 share/man/man1/srdma.1 share/man/man3/ibv_reg_mr_relaxed.3 \
 	 share/man/man3/ibv_dereg_mr_relaxed.3 \

@@ -99,6 +99,26 @@ check "run env (no --) prepends and keeps the old path" \
 out=$(SRDMA_LIBDIR=/opt/srdma-lib "$SRDMA" run -- env |
 	sed -n 's/^LD_LIBRARY_PATH=//p')
 check "SRDMA_LIBDIR overrides the lib dir" test "$out" = /opt/srdma-lib
+# The signal watch for a libibverbs loaded after the C library: last on
+# LD_PRELOAD (a sanitizer runtime there stays first), once, and not with
+# SRDMA_SIGWATCH=0. A sanitizer build of srdma preloads nothing.
+if ldd "$SRDMA" | grep -Eq 'lib(asan|tsan)'; then
+	ok "# SKIP the sigwatch preload: a sanitizer build preloads none"
+else
+	SW=$LIBDIR/libsrdma_sigwatch.so
+	out=$(env -u LD_PRELOAD "$SRDMA" run -- env | sed -n 's/^LD_PRELOAD=//p')
+	check "run preloads libsrdma_sigwatch.so" test "$out" = "$SW"
+	out=$(LD_PRELOAD=/nonexistent/x.so "$SRDMA" run -- env 2>/dev/null |
+		sed -n 's/^LD_PRELOAD=//p')
+	check "... last, after what was preloaded" \
+		test "$out" = "/nonexistent/x.so:$SW"
+	out=$(env -u LD_PRELOAD "$SRDMA" run -- "$SRDMA" run -- env |
+		sed -n 's/^LD_PRELOAD=//p')
+	check "... once in a nested run" test "$out" = "$SW"
+	out=$(env -u LD_PRELOAD SRDMA_SIGWATCH=0 "$SRDMA" run -- env |
+		sed -n 's/^LD_PRELOAD=//p')
+	check "... not with SRDMA_SIGWATCH=0" test -z "$out"
+fi
 "$SRDMA" run -- sh -c 'exit 3'
 check "run passes PROGRAM's exit status through" test $? -eq 3
 err=$("$SRDMA" run -- /nonexistent/program 2>&1)

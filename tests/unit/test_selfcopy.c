@@ -9,6 +9,15 @@
  * The guard is installed once per process (first use), so every case runs
  * in a forked child of its own, which checks with CHECK() and reports
  * through its exit status: the parent never uses the guard itself.
+ *
+ * Built twice. unit_test_selfcopy exports its static copy of the signal
+ * watch's interposers (test_selfcopy.map), as libibverbs does when it
+ * comes before the C library. unit_test_selfcopy_preload
+ * (SELFCOPY_PRELOAD: the path of libsrdma_sigwatch.so) exports nothing,
+ * as a libibverbs loaded after the C library (UCX, Open MPI, pyverbs):
+ * it runs itself again with that library preloaded, as `srdma run` does,
+ * and the same cases must hold through the preloaded watch; and a run
+ * without it must find no watch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -428,7 +437,63 @@ static void test_watch(void **state)
 		run_child(raw_installed, GUARD_ON);
 }
 
-int main(void)
+#ifdef SELFCOPY_PRELOAD
+/* Without the preload, this executable's copy of the watch binds nowhere
+ * (it exports nothing): no watch, every copy asks. Checked by running
+ * ourselves again without LD_PRELOAD (main, SRDMA_TEST_BARE). */
+static void test_needs_preload(void **state)
+{
+	static char name[] = "unit_test_selfcopy_preload";
+	char *const argv[] = { name, NULL };
+	int st;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		unsetenv("LD_PRELOAD");
+		setenv("SRDMA_TEST_BARE", "1", 1);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static void bare(void)
+{
+	unsigned long q;
+
+	CHECK(srdma_self_copy_guarded() == GUARD_TESTABLE);
+	CHECK(!srdma_sigwatch_active());
+	q = srdma_self_copy_queries();
+	good_copies(100);
+	if (GUARD_TESTABLE)
+		CHECK(srdma_self_copy_queries() - q >= 100);
+}
+
+/* Run again with libsrdma_sigwatch.so preloaded (not under a sanitizer,
+ * whose runtime must come first and whose interceptors come before any
+ * watch anyway). */
+static void preload_self(char **argv)
+{
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	if (getenv("SRDMA_TEST_PRELOADED"))
+		return;
+	setenv("SRDMA_TEST_PRELOADED", "1", 1);
+	setenv("LD_PRELOAD", SELFCOPY_PRELOAD, 1);
+	execv("/proc/self/exe", argv);
+	fprintf(stderr, "exec with the preload: %s\n", strerror(errno));
+	exit(1);
+#else
+	(void)argv;
+#endif
+}
+#endif
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lists),
@@ -436,7 +501,21 @@ int main(void)
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_blocked),
 		cmocka_unit_test(test_watch),
+#ifdef SELFCOPY_PRELOAD
+		cmocka_unit_test(test_needs_preload),
+#endif
 	};
 
+	(void)argc;
+#ifdef SELFCOPY_PRELOAD
+	if (getenv("SRDMA_TEST_BARE")) {
+		putenv((char *)GUARD_ON);
+		bare();
+		return 0;
+	}
+	preload_self(argv);
+#else
+	(void)argv;
+#endif
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
