@@ -111,6 +111,11 @@
  * CRX_MAIN_EVERY reads it instead of the connected one. */
 enum { CRX_NONE, CRX_WANT, CRX_ON, CRX_OFF };
 #define CRX_MAIN_EVERY 8
+/* Each empty read of the quiet main socket doubles that period, up to
+ * this many polls (~30 us of polling): every read of it is one of the
+ * connected socket missed, ~0.5 us, which a ping-pong's datagram waits
+ * out when it arrives meanwhile. A datagram there resets it. */
+#define CRX_MAIN_EVERY_MAX 64
 /* Why the connected socket is to close (crx_close): its flow is shared
  * on this host (for good), or the traffic moved to the main socket
  * (another peer: a new flow may get one). */
@@ -194,6 +199,9 @@ struct srdma_net_ctx {
 	 * and whether that one received */
 	unsigned int crx_polls, crx_idle;
 	bool main_busy;
+	/* inline_lock: polls per read of the quiet main socket (0:
+	 * CRX_MAIN_EVERY), doubled by each empty one */
+	unsigned int main_every;
 	/* inline_lock (set at open with drain_lock too): the main socket
 	 * may still hold the flow's datagrams of before the connect, older
 	 * than any on the new socket: read it until it is empty first */
@@ -1078,7 +1086,7 @@ static void crx_sync(struct srdma_net_ctx *ep)
 	/* An idle one leaves room for the flow that moved to the main
 	 * socket; a shared flow's is not tried again. */
 	ep->crx_state = why == CRX_IDLE ? CRX_NONE : CRX_OFF;
-	ep->crx_polls = ep->crx_idle = 0;
+	ep->crx_polls = ep->crx_idle = ep->main_every = 0;
 	ep->crx_main_first = false;
 	pthread_mutex_unlock(&ep->drain_lock);
 	pthread_mutex_unlock(&ep->inline_lock);
@@ -2143,11 +2151,16 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 		return 0;
 	}
 	/* The connected socket most of the time, the main one every
-	 * CRX_MAIN_EVERY polls while it is quiet, every other one while it
-	 * brings datagrams too. */
+	 * CRX_MAIN_EVERY polls while it is quiet (up to CRX_MAIN_EVERY_MAX
+	 * while it stays so), every other one while it brings datagrams
+	 * too. */
 	crx = atomic_load_explicit(&ep->crx, memory_order_acquire);
 	if (crx >= 0 && !ep->crx_main_first) {
-		if (++ep->crx_polls < (ep->main_busy ? 2u : CRX_MAIN_EVERY)) {
+		unsigned int every = ep->main_busy ? 2u :
+				     ep->main_every ? ep->main_every :
+						      CRX_MAIN_EVERY;
+
+		if (++ep->crx_polls < every) {
 			fd = crx;
 			via_crx = true;
 		} else {
@@ -2162,8 +2175,16 @@ static int inline_recv(struct srdma_net_ctx *ep, int budget, bool *lone)
 	r = recv_dgrams(fd, &ep->msgs[k], 1);
 	if (crx >= 0 && !via_crx) {
 		ep->main_busy = r == 1;
-		if (r != 1)
+		if (r == 1) {
+			ep->main_every = CRX_MAIN_EVERY;
+		} else {
+			if (!ep->crx_main_first &&
+			    ep->main_every < CRX_MAIN_EVERY_MAX)
+				ep->main_every = 2 * (ep->main_every ?
+						      ep->main_every :
+						      CRX_MAIN_EVERY);
 			ep->crx_main_first = false;
+		}
 	}
 	/* Traffic moved to the main socket (another peer): let the thread
 	 * close the idle connected one, for the new flow to get one. */
