@@ -6,13 +6,16 @@
  * whose ICRC was computed independently (rxe's algorithm and scapy's
  * RoCE layer agree on ec d7 32 1d). Then which header fields the ICRC
  * covers and which it masks, for IPv4 and IPv6; and CRC-32 over long
- * buffers against the bitwise definition (the PCLMUL folding paths).
+ * buffers against the bitwise definition (the PCLMUL folding paths), and
+ * the ICRC of packets short and long, whole and cut into pieces, against
+ * the definition.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <cmocka.h>
 
 #include "transport/net/icrc.h"
@@ -180,6 +183,63 @@ static void test_crc32_long_buffers_match_bitwise(void **state)
 	print_message("CRC implementations checked: 0..%d\n", best);
 }
 
+/* The ICRC by the definition: CRC-32 (bitwise) over the LRH stand-in
+ * (8 x 0xff), the IPv4 header with TOS, TTL and checksum masked, the UDP
+ * header with its checksum masked, the BTH with byte 4 masked, and the
+ * rest of the packet. */
+static uint32_t icrc_bitwise(const uint8_t *pkt, size_t len)
+{
+	uint8_t b[8 + 20 + 8 + 1100];
+
+	memset(b, 0xff, 8);
+	memcpy(b + 8, ip4, 20);
+	b[8 + 1] = b[8 + 8] = b[8 + 10] = b[8 + 11] = 0xff;
+	memcpy(b + 28, udp, 8);
+	b[28 + 6] = b[28 + 7] = 0xff;
+	memcpy(b + 36, pkt, len);
+	b[36 + 4] = 0xff;
+	return crc32_bitwise(0, b, 36 + len);
+}
+
+/* Packets of 12 to 160 bytes (the short path below 64: one copy and one
+ * fold for the whole packet; the piecewise path above), as one buffer and
+ * cut into three iovecs at many places (the BTH split too), with every
+ * implementation: always the ICRC of the definition. */
+static void test_icrc_split_and_short_packets(void **state)
+{
+	static uint8_t pkt[160];
+	uint32_t x = 777;
+	size_t i, len, a, b;
+	int impl, best = srdma_crc32_impl(-1);
+
+	(void)state;
+	for (i = 0; i < sizeof(pkt); i++) {
+		x = x * 1103515245u + 12345u;
+		pkt[i] = (uint8_t)(x >> 16);
+	}
+	for (impl = 0; impl <= best; impl++) {
+		srdma_crc32_impl(impl);
+		for (len = 12; len <= sizeof(pkt); len++) {
+			uint32_t want = icrc_bitwise(pkt, len);
+
+			assert_int_equal(srdma_icrc(ip4, udp, pkt, len), want);
+			for (a = 0; a <= 16 && a <= len; a++)
+				for (b = a; b <= len; b += 1 + (b - a) / 2) {
+					struct iovec v[3] = {
+						{ pkt, a },
+						{ pkt + a, b - a },
+						{ pkt + b, len - b },
+					};
+
+					assert_int_equal(
+						srdma_icrc_iov(ip4, udp, v, 3),
+						want);
+				}
+		}
+	}
+	srdma_crc32_impl(best);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +248,7 @@ int main(void)
 		cmocka_unit_test(test_icrc_ipv4_masked_and_covered_fields),
 		cmocka_unit_test(test_icrc_ipv6_masked_and_covered_fields),
 		cmocka_unit_test(test_crc32_long_buffers_match_bitwise),
+		cmocka_unit_test(test_icrc_split_and_short_packets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,11 +8,17 @@
  * 10 GB/s), 64 bytes per instruction where it also has VPCLMULQDQ on
  * 512-bit registers (AVX-512: about three times as fast again over a 4 KiB
  * payload, which a large transfer computes twice per packet, once on each
- * side), and is table-driven elsewhere and for short pieces:
- * slicing-by-8, eight 256-entry tables built once, 8 bytes per step
- * (about 2 GB/s), with a byte-at-a-time loop for the unaligned head and
- * the tail. The unit test checks both against a bitwise CRC computed in
- * the test itself.
+ * side), and is table-driven elsewhere: slicing-by-8, eight 256-entry
+ * tables built once, 8 bytes per step (about 2 GB/s), with a
+ * byte-at-a-time loop for the unaligned head and the tail. A short piece
+ * (4 to 63 bytes: a BTH, an ACK, a small WRITE's headers and payload) is
+ * folded too, from a copy padded in front with zeros to a multiple of 16
+ * bytes, with the register added into its first four bytes: from a zero
+ * register, leading zero bytes leave the CRC as it is, so the result is
+ * the register's update over the piece (30-50 cycles against 60-95 by
+ * the tables here). And a short packet's ICRC is one such fold over the
+ * whole packet, not one per piece (srdma_icrc_iov_from). The unit test
+ * checks every path against a bitwise CRC computed in the test itself.
  *
  * srdma_icrc_iov() is the form the net transport uses: the packet as an
  * iovec (headers in one buffer, payload straight from registered memory)
@@ -267,13 +273,41 @@ static uint32_t crc_fold512(uint32_t reg, const uint8_t *p, size_t len)
 }
 #endif
 
+static uint32_t crc_table_update(uint32_t reg, const uint8_t *p,
+				 size_t len);
+
+#if defined(__x86_64__)
+/* The register after the @len bytes at @p, 4 <= @len < 64 (used from 8:
+ * below, the tables are faster), folded from a
+ * copy padded in front with zeros to a multiple of 16 bytes, @reg added
+ * into the piece's first four bytes (the register starts at 0: leading
+ * zeros leave it there). */
+static uint32_t crc_fold_short(uint32_t reg, const uint8_t *p, size_t len)
+{
+	uint8_t b[64];
+	size_t n = (len + 15) & ~(size_t)15;
+	uint8_t *q = b + (n - len);
+	uint32_t w;
+
+	memset(b, 0, 16);	/* the pad is within the first block */
+	memcpy(q, p, len);
+	memcpy(&w, q, sizeof(w));
+	w ^= htole32(reg);
+	memcpy(q, &w, sizeof(w));
+	return crc_fold(0, b, n);
+}
+#endif
+
 /* The raw register update: no pre- or post-inversion. */
 static uint32_t crc_update(uint32_t reg, const uint8_t *p, size_t len)
 {
 #if defined(__x86_64__)
 	int impl = atomic_load_explicit(&crc_impl, memory_order_relaxed);
 
-	if (impl != CRC_TABLE && len >= 64) {
+	if (impl != CRC_TABLE && len < 64)
+		return len >= 8 ? crc_fold_short(reg, p, len) :
+				  crc_table_update(reg, p, len);
+	if (impl != CRC_TABLE) {
 		size_t n = len & ~(size_t)15;
 
 		if (impl == CRC_VCLMUL && n >= 256)
@@ -284,6 +318,12 @@ static uint32_t crc_update(uint32_t reg, const uint8_t *p, size_t len)
 		len -= n;
 	}
 #endif
+	return crc_table_update(reg, p, len);
+}
+
+/* crc_update() by the tables alone. */
+static uint32_t crc_table_update(uint32_t reg, const uint8_t *p, size_t len)
+{
 	while (len && ((uintptr_t)p & 7)) {
 		reg = crc_table[0][(reg ^ *p++) & 0xff] ^ (reg >> 8);
 		len--;
@@ -387,6 +427,16 @@ uint32_t srdma_icrc_iov_from(uint32_t crc, const struct iovec *iov, int n)
 		total += iov[i].iov_len;
 	if (total < SRDMA_BTH_BYTES)
 		return 0;
+	if (total < 64) {
+		/* A short packet (an ACK, a small request): one copy, its
+		 * BTH masked, one CRC run (folded, where the CPU can). */
+		uint8_t pkt[64];
+
+		for (i = 0, off = 0; i < n; off += iov[i].iov_len, i++)
+			memcpy(pkt + off, iov[i].iov_base, iov[i].iov_len);
+		pkt[4] = 0xff; /* FECN, BECN, resv6a */
+		return srdma_crc32(crc, pkt, total);
+	}
 	for (i = 0; i < n; i++) {
 		const uint8_t *p = iov[i].iov_base;
 		size_t len = iov[i].iov_len;
