@@ -401,3 +401,11 @@ target_link_libraries(net_poll_idle PRIVATE ibverbs)
 add_test(NAME net.poll_idle
 	COMMAND bash ${SRDMA_NET_DIR}/net_func.sh $<TARGET_FILE:net_poll_idle>)
 srdma_net_props(net.poll_idle 120)
+# A long polling phase whose datagrams the polls receive (the default
+# window): the thread looks at the window less and less often
+# (endpoint.c poll_check), at most 1500 wake-ups in 1 s, not one per
+# window (5000).
+add_test(NAME net.poll_steady
+	COMMAND env POLL_IDLE_STEADY_MS=1000 bash ${SRDMA_NET_DIR}/net_func.sh
+		$<TARGET_FILE:net_poll_idle>)
+srdma_net_props(net.poll_steady 120)
