@@ -733,7 +733,12 @@ static enum verdict do_write(struct srdma_netresp *r, struct srdma_target *t,
 		r->wlen = pkt->dma_len;
 		r->off = 0;
 		r->cur = MSG_WRITE;
-		if (r->wlen) {
+		/* The whole range, checked once here; an ONLY packet that
+		 * carries all of it is checked below, the same range, once
+		 * (the length errors before it keep their precedence: a
+		 * length that does not match is checked here first). */
+		if (r->wlen && !((hdrs & SRDMA_HDR_LAST) &&
+				 pkt->paylen == r->wlen)) {
 			e = srdma_resp_rkey(t, r->rkey,
 					    IBV_ACCESS_REMOTE_WRITE, r->va,
 					    r->wlen, &m);
