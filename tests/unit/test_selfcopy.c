@@ -509,7 +509,9 @@ int main(int argc, char **argv)
 	(void)argc;
 #ifdef SELFCOPY_PRELOAD
 	if (getenv("SRDMA_TEST_BARE")) {
+#if GUARD_TESTABLE
 		putenv((char *)GUARD_ON);
+#endif
 		bare();
 		return 0;
 	}
