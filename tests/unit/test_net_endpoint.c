@@ -171,8 +171,7 @@ static void test_flood(void **state)
 	(void)state;
 	if (!have_netns)
 		skip();
-	assert_int_equal(srdma_context_open(srdma_device_get(), &ctx), 0);
-	assert_non_null(srdma_net_ctx_get(ctx));
+	test_lo_ctx(&ctx);
 	for (round = 0; round < 40; round++) {
 		for (i = 0; i < 100; i++) {
 			size_t len = (size_t)(rand_r(&seed) % 3) == 0 ?
@@ -291,10 +290,8 @@ static void test_dispatch(void **state)
 	(void)state;
 	if (!have_netns)
 		skip();
-	assert_int_equal(srdma_context_open(srdma_device_get(), &a), 0);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &b), 0);
-	assert_non_null(srdma_net_ctx_get(a));
-	assert_non_null(srdma_net_ctx_get(b));
+	test_lo_ctx(&a);
+	test_lo_ctx(&b);
 	memset(&nq, 0, sizeof(nq));
 	nq.ctx = b;
 	nq.qpn = b->host.lid << SRDMA_QPN_SHIFT | 7;
@@ -481,14 +478,9 @@ static void test_gso(void **state)
 	(void)state;
 	if (!have_netns)
 		skip();
-	assert_int_equal(srdma_context_open(srdma_device_get(), &a), 0);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &b), 0);
-	assert_non_null(srdma_net_ctx_get(a));
-	assert_non_null(srdma_net_ctx_get(b));
-	memset(&nq, 0, sizeof(nq));
-	nq.ctx = b;
-	nq.qpn = b->host.lid << SRDMA_QPN_SHIFT | 9;
-	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	test_lo_ctx(&a);
+	test_lo_ctx(&b);
+	test_lo_qp(b, &nq, 9);
 	srdma_net_input_hook = gso_hook;
 	/* Runs 0-20 (21 segments), 21-22, 24-47 (24): 47 segments in GSO
 	 * sends, IPv4 ones with patched ICRCs (the receiver in strict mode
@@ -507,8 +499,7 @@ static void test_gso(void **state)
 	assert_int_equal(gso_batch(a, b, &nq, false, 0), 0);
 	/* SRDMA_NET_GSO=0: never. */
 	setenv("SRDMA_NET_GSO", "0", 1);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &c), 0);
-	assert_non_null(srdma_net_ctx_get(c));
+	test_lo_ctx(&c);
 	unsetenv("SRDMA_NET_GSO");
 	assert_int_equal(gso_batch(c, b, &nq, false, 0), 0);
 	srdma_net_input_hook = NULL;
@@ -551,13 +542,9 @@ static void test_timers(void **state)
 	(void)state;
 	if (!have_netns)
 		skip();
-	assert_int_equal(srdma_context_open(srdma_device_get(), &ctx), 0);
-	assert_non_null(srdma_net_ctx_get(ctx));
+	test_lo_ctx(&ctx);
 	srdma_net_timer_hook = timer_hook;
-	memset(&nq, 0, sizeof(nq));
-	nq.ctx = ctx;
-	nq.qpn = ctx->host.lid << SRDMA_QPN_SHIFT | 9;
-	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	test_lo_qp(ctx, &nq, 9);
 	/* Round 0: armed in the future, re-armed 20 ms on; round 1: already
 	 * due when armed, and due again at once each time. */
 	for (round = 0; round < 2; round++) {

@@ -87,14 +87,9 @@ static void test_send_delivers_no_held_rx(void **state)
 		skip();
 	setenv("SRDMA_NET_FAULT", "rx.delay=2ms", 1);
 	setenv("SRDMA_NET_POLL_US", "0", 1);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &a), 0);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &b), 0);
-	assert_non_null(srdma_net_ctx_get(a));
-	assert_non_null(srdma_net_ctx_get(b));
-	memset(&nq, 0, sizeof(nq));
-	nq.ctx = b;
-	nq.qpn = b->host.lid << SRDMA_QPN_SHIFT | 7;
-	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	test_lo_ctx(&a);
+	test_lo_ctx(&b);
+	test_lo_qp(b, &nq, 7);
 	/* b's sends go to a QPN of a that does not exist (dropped there). */
 	elsewhere = a->host.lid << SRDMA_QPN_SHIFT | 9;
 	tester = pthread_self();

@@ -115,8 +115,7 @@ static void test_idle_no_lock(void **state)
 	 * (a trylock of the timer lock, by design). What this test holds
 	 * is the drain lock around an empty receive. */
 	setenv("SRDMA_NET_POLL_US", "0", 1);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &ctx), 0);
-	assert_non_null(srdma_net_ctx_get(ctx));
+	test_lo_ctx(&ctx);
 	/* Idle: no lock taken, nothing received. */
 	trylocks = 0;
 	for (i = 0; i < 1000; i++)
@@ -224,14 +223,9 @@ static void test_long_answer_keeps_poll_mode(void **state)
 	if (!have_netns)
 		skip();
 	setenv("SRDMA_NET_POLL_US", "400000", 1);	/* LA_WINDOW_MS */
-	assert_int_equal(srdma_context_open(srdma_device_get(), &la_a), 0);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &la_b), 0);
-	assert_non_null(srdma_net_ctx_get(la_a));
-	assert_non_null(srdma_net_ctx_get(la_b));
-	memset(&nq, 0, sizeof(nq));
-	nq.ctx = la_b;
-	nq.qpn = la_b->host.lid << SRDMA_QPN_SHIFT | 7;
-	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	test_lo_ctx(&la_a);
+	test_lo_ctx(&la_b);
+	test_lo_qp(la_b, &nq, 7);
 	la_main = pthread_self();
 	srdma_net_input_hook = la_hook;
 
@@ -320,14 +314,9 @@ static void test_lone_ack_ends_poll_mode(void **state)
 	if (!have_netns)
 		skip();
 	setenv("SRDMA_NET_POLL_US", "1000000", 1);	/* LO_WINDOW_MS */
-	assert_int_equal(srdma_context_open(srdma_device_get(), &a), 0);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &lo_b), 0);
-	assert_non_null(srdma_net_ctx_get(a));
-	assert_non_null(srdma_net_ctx_get(lo_b));
-	memset(&nq, 0, sizeof(nq));
-	nq.ctx = lo_b;
-	nq.qpn = lo_b->host.lid << SRDMA_QPN_SHIFT | 7;
-	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	test_lo_ctx(&a);
+	test_lo_ctx(&lo_b);
+	test_lo_qp(lo_b, &nq, 7);
 	srdma_net_input_hook = lo_hook;
 
 	/* Poll mode, as in the test above. */
@@ -399,8 +388,7 @@ static void test_polls_after_arm(void **state)
 	if (!have_netns)
 		skip();
 	setenv("SRDMA_NET_POLL_US", "200", 1);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &ctx), 0);
-	assert_non_null(srdma_net_ctx_get(ctx));
+	test_lo_ctx(&ctx);
 	assert_false(srdma_net_app_waits(ctx));
 	srdma_net_poll_end(ctx);		/* ibv_req_notify_cq */
 	assert_true(srdma_net_app_waits(ctx));

@@ -125,14 +125,9 @@ static void test_order_kept_at_poll_end(void **state)
 	if (!have_netns)
 		skip();
 	setenv("SRDMA_NET_POLL_US", "20000", 1);	/* WINDOW_MS */
-	assert_int_equal(srdma_context_open(srdma_device_get(), &a), 0);
-	assert_int_equal(srdma_context_open(srdma_device_get(), &b), 0);
-	assert_non_null(srdma_net_ctx_get(a));
-	assert_non_null(srdma_net_ctx_get(b));
-	memset(&nq, 0, sizeof(nq));
-	nq.ctx = b;
-	nq.qpn = b->host.lid << SRDMA_QPN_SHIFT | 7;
-	assert_int_equal(srdma_net_qp_register(&nq), 0);
+	test_lo_ctx(&a);
+	test_lo_ctx(&b);
+	test_lo_qp(b, &nq, 7);
 	srdma_net_input_hook = hook;
 
 	/* Poll mode: the poller polls; the thread, woken by a datagram,
