@@ -27,6 +27,8 @@
 #define FC_OFF 4
 #define FC_CALIB_NS 50000000ull
 
+__thread uint64_t srdma_fc_last __attribute__((tls_model("initial-exec")));
+
 #if defined(__x86_64__)
 struct srdma_fastclock srdma_fc;
 static uint64_t calib_tsc, calib_ns;	/* set before state = FC_CALIB */

@@ -39,6 +39,13 @@ struct srdma_fastclock {
 	uint64_t mult;		/* ns per TSC tick, 32.32 fixed point */
 };
 extern struct srdma_fastclock srdma_fc __attribute__((visibility("hidden")));
+/* This thread's last reading: no value below it is returned. A thread
+ * that read CLOCK_MONOTONIC just before the switch could otherwise read
+ * the TSC-based value a little below it (the pair's midpoint, the rate's
+ * error), and one that moves to another vCPU meets that TSC's small
+ * offset (unit.test_fastclock saw a step back 2 times in 40). */
+extern __thread uint64_t srdma_fc_last
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
 #define SRDMA_FC_TSC 2
 #endif
 
@@ -57,17 +64,22 @@ uint64_t srdma_fastclock_slow(void);
  */
 static inline uint64_t srdma_fastclock_ns(void)
 {
+	uint64_t v;
+
 #if defined(__x86_64__)
 	if (atomic_load_explicit(&srdma_fc.state, memory_order_acquire) ==
 	    SRDMA_FC_TSC) {
 		uint64_t d = __rdtsc() - srdma_fc.tsc0;
 
-		return srdma_fc.ns0 +
-		       (uint64_t)(((unsigned __int128)d * srdma_fc.mult) >>
-				  32);
-	}
+		v = srdma_fc.ns0 +
+		    (uint64_t)(((unsigned __int128)d * srdma_fc.mult) >> 32);
+	} else
 #endif
-	return srdma_fastclock_slow();
+		v = srdma_fastclock_slow();
+	if (v < srdma_fc_last)
+		return srdma_fc_last;
+	srdma_fc_last = v;
+	return v;
 }
 
 #endif
