@@ -675,6 +675,31 @@ static void test_icrc_lenient_ipv4(void **state)
  * to the ICRC computed directly over an IP header carrying that
  * identification; receivers accept such segments in both modes.
  */
+/*
+ * A flow's few lengths each keep their deltas: a ping-pong's request and
+ * the ACK riding behind it, a message's first, middle and last packets.
+ * These four lengths shared one slot of the old cache (len / 4 modulo
+ * 4), and taking turns there refilled it on every call: 200 fills here.
+ */
+static void test_icrc_gso_cache_lengths(void **state)
+{
+	static const size_t lens[] = { 20, 36, 52, 68 };
+	uint64_t before = srdma_wire_gso_fills();
+	uint32_t first[4];
+	unsigned int r, i;
+
+	(void)state;
+	for (r = 0; r < 50; r++)
+		for (i = 0; i < 4; i++) {
+			uint32_t d = srdma_wire_icrc_id_delta(lens[i], 1);
+
+			if (!r)
+				first[i] = d;
+			assert_int_equal(d, first[i]);
+		}
+	assert_true(srdma_wire_gso_fills() - before <= 4);
+}
+
 static void test_icrc_gso_id_delta(void **state)
 {
 	static const uint16_t ids[] = { 0, 1, 2, 3, 7, 14, 15, 62, 63,
@@ -917,6 +942,7 @@ int main(void)
 		cmocka_unit_test(test_ipv4_header),
 		cmocka_unit_test(test_icrc_lenient_ipv4),
 		cmocka_unit_test(test_icrc_gso_id_delta),
+		cmocka_unit_test(test_icrc_gso_cache_lengths),
 		cmocka_unit_test(test_icrc_lenient_not_for_ipv6),
 		cmocka_unit_test(test_icrc_mode_env),
 		cmocka_unit_test(test_gid_is_v4),

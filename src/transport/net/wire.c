@@ -34,6 +34,7 @@
  */
 #include <endian.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -525,16 +526,53 @@ bool srdma_wire_icrc_check(const struct srdma_wire_path *path,
 /*
  * The deltas of identifications 0..SRDMA_WIRE_GSO_SEGS-1 for a few
  * datagram lengths, per thread: a sender patches, and a receiver
- * recognises, GSO segments of a handful of lengths (the middle packets
- * of a message, its last), so each costs a table lookup instead of the
- * matrix products of srdma_icrc_ipv4_id_delta / _explain.
+ * recognises, GSO segments of a handful of lengths (the first, middle
+ * and last packets of a message, an ACK riding behind a request), so
+ * each costs a table lookup instead of the matrix products of
+ * srdma_icrc_ipv4_id_delta / _explain (six of them to fill an entry,
+ * ~0.5 us). Any entry holds any length, replaced in turn: with one slot
+ * per length class (len / 4 modulo 4), two lengths of one flow could
+ * take turns in a slot and recompute it on every packet. On the heap,
+ * for the reason pre_cache() gives (these 1 KiB were most of the
+ * library's static TLS).
  */
-#define GSO_CACHE 4
+#define GSO_CACHE 8
 struct gso_deltas {
 	size_t len;			/* 0: empty */
 	uint32_t d[SRDMA_WIRE_GSO_SEGS];
 };
-static _Thread_local struct gso_deltas gso_cache[GSO_CACHE];
+struct gso_cache {
+	struct gso_deltas e[GSO_CACHE];
+	unsigned int victim;		/* the next one replaced */
+};
+static _Atomic uint64_t gso_fills;	/* relaxed: srdma_wire_gso_fills */
+static pthread_key_t gso_key;		/* immutable after gso_once */
+static bool gso_key_ok;			/* immutable after gso_once */
+static pthread_once_t gso_once = PTHREAD_ONCE_INIT;
+
+static void gso_key_init(void)
+{
+	gso_key_ok = !pthread_key_create(&gso_key, free);
+}
+
+/* This thread's entries; NULL if they cannot be had. */
+static struct gso_cache *gso_cache(void)
+{
+	struct gso_cache *c;
+
+	pthread_once(&gso_once, gso_key_init);
+	if (!gso_key_ok)
+		return NULL;
+	c = pthread_getspecific(gso_key);
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (c && pthread_setspecific(gso_key, c)) {
+			free(c);
+			c = NULL;
+		}
+	}
+	return c;
+}
 
 /* Bytes the ICRC covers after IPv4 byte 6 for a @len-byte UDP payload:
  * 13 of IP header, the UDP header, BTH through pad (not the ICRC). */
@@ -543,18 +581,24 @@ static size_t id_tail(size_t len)
 	return 13 + SRDMA_UDP_HDR_BYTES + len - SRDMA_ICRC_BYTES;
 }
 
-/* The deltas for @len, computed on a miss when @fill (else NULL). The
- * delta is linear in the identification: one product chain per bit,
- * the rest by XOR. */
+/* The deltas for @len, computed on a miss when @fill (else NULL; also
+ * NULL when this thread has no cache). The delta is linear in the
+ * identification: one product chain per bit, the rest by XOR. */
 static const struct gso_deltas *gso_deltas(size_t len, bool fill)
 {
-	struct gso_deltas *c = &gso_cache[(len >> 2) % GSO_CACHE];
+	struct gso_cache *gc = gso_cache();
+	struct gso_deltas *c;
 	unsigned int i, low;
 
-	if (c->len == len)
-		return c;
+	if (!gc)
+		return NULL;
+	for (i = 0; i < GSO_CACHE; i++)
+		if (gc->e[i].len == len)
+			return &gc->e[i];
 	if (!fill)
 		return NULL;
+	c = &gc->e[gc->victim++ % GSO_CACHE];
+	atomic_fetch_add_explicit(&gso_fills, 1, memory_order_relaxed);
 	c->d[0] = 0;
 	for (i = 1; i < SRDMA_WIRE_GSO_SEGS; i++) {
 		low = i & -i;
@@ -656,12 +700,21 @@ srdma_wire_icrc_verify(const struct srdma_wire_path *path, const uint8_t *buf,
 	return mode == SRDMA_ICRC_LENIENT ? SRDMA_ICRC_OK_ID : SRDMA_ICRC_BAD;
 }
 
+uint64_t srdma_wire_gso_fills(void)
+{
+	return atomic_load_explicit(&gso_fills, memory_order_relaxed);
+}
+
 uint32_t srdma_wire_icrc_id_delta(size_t len, uint16_t id)
 {
 	if (len < SRDMA_BTH_BYTES + SRDMA_ICRC_BYTES)
 		return 0;
-	if (id < SRDMA_WIRE_GSO_SEGS)
-		return gso_deltas(len, true)->d[id];
+	if (id < SRDMA_WIRE_GSO_SEGS) {
+		const struct gso_deltas *c = gso_deltas(len, true);
+
+		if (c)
+			return c->d[id];
+	}
 	return srdma_icrc_ipv4_id_delta(id, id_tail(len));
 }
 
