@@ -27,6 +27,7 @@
 # and prints Markdown tables, then the ratios the targets are set for:
 #   UCX rc_v / UCX tcp, ucp_put_bw 1 MiB            target >= 1.0
 #   UCX rc_v / UCX tcp, ucp_am_lat 8 B              target <= 1.0
+#     (3 back-to-back pairs per round; the median of the pairs' ratios)
 #   MPI pml ucx / MPI btl tcp, 1 MiB ping-pong      target >= 1.0
 # with the one-host ratios against shared memory beside them (no target).
 #
@@ -78,6 +79,7 @@ if [ -n "$full" ]; then
 else
 	bw_n=200 lat_n=5000 mpi_n=2000 pp_n=20000 qtime=2
 fi
+lat_pairs=3	# two-host ucp_am_lat pairs per round
 
 out=$(mktemp -d /tmp/stacks_bench.XXXXXX) || exit 1
 chmod 0755 "$out"
@@ -281,8 +283,12 @@ kernel()
 if [ "${STACKS_BENCH_INSIDE:-}" = 1 ]; then
 	net_ucx nbw.rc rc_v srdma0:1 -t ucp_put_bw -s 1048576 -n "$bw_n"
 	net_ucx nbw.tcp tcp eth0 -t ucp_put_bw -s 1048576 -n "$bw_n"
-	net_ucx nlat.rc rc_v srdma0:1 -t ucp_am_lat -s 8 -n "$lat_n"
-	net_ucx nlat.tcp tcp eth0 -t ucp_am_lat -s 8 -n "$lat_n"
+	# Latency in pairs, softrdma then UCX tcp, lat_pairs times: each
+	# pair ran in the same moment of the machine (see "paired" below).
+	for ((p = 0; p < lat_pairs; p++)); do
+		net_ucx nlat.rc rc_v srdma0:1 -t ucp_am_lat -s 8 -n "$lat_n"
+		net_ucx nlat.tcp tcp eth0 -t ucp_am_lat -s 8 -n "$lat_n"
+	done
 	net_mpi nmpi.ucx --mca pml ucx --mca btl ^openib -x UCX_TLS=rc_v \
 		-x UCX_NET_DEVICES=srdma0:1
 	net_mpi nmpi.tcp --mca pml ob1 --mca btl tcp,self
@@ -335,6 +341,27 @@ for ((round = 1; round <= rounds; round++)); do
 done
 echo
 
+# The 8 B latency target is judged pair by pair: on this shared machine a
+# whole measurement of either side can land in a slow phase (UCX tcp's
+# median swings between 5.0 and 7.1 us from one run to the next, ours
+# as much), so the ratio of the two medians over a few rounds moves by
+# more than the margin it judges. Each pair ran back to back; the
+# median of their ratios is the figure (lat_ab.sh and ucx_lat_ab.sh
+# judge their A/B runs the same way). Pairs with a failed side are left
+# out; the ratio of the medians is printed beside it.
+if [ -z "${bad[nlat.rc]-}${bad[nlat.tcp]-}" ]; then
+	read -ra lr <<<"${val[nlat.rc]-}"
+	read -ra lt <<<"${val[nlat.tcp]-}"
+	if [ "${#lr[@]}" -gt 0 ] && [ "${#lr[@]}" = "${#lt[@]}" ]; then
+		for i in "${!lr[@]}"; do
+			val[nlat.pair]="${val[nlat.pair]-} $(awk -v a="${lr[$i]}" \
+				-v b="${lt[$i]}" 'BEGIN { printf "%.4f", a / b }')"
+		done
+		echo "ucp_am_lat pairs (softrdma / UCX tcp, us):$(for i in \
+			"${!lr[@]}"; do printf ' %s/%s' "${lr[$i]}" "${lt[$i]}"; done)"
+	fi
+fi
+
 # The median of each figure over the rounds.
 for k in "${!val[@]}"; do
 	if [ -n "${bad[$k]-}" ]; then
@@ -367,6 +394,16 @@ ratio()
 		if (a == "" || b == "" || b <= 0) { print "- (no figure)"; exit }
 		r = a / b
 		if (op == "") { printf "%.2f\n", r; exit }
+		ok = op == ">=" ? r >= t : r <= t
+		printf "%.2f (target %s %s: %s)\n", r, op, t, ok ? "met" : "MISSED"
+	}'
+}
+
+# judge K OP T: figure K (itself a ratio) against target T.
+judge()
+{
+	awk -v r="${val[$1]-}" -v op="$2" -v t="$3" 'BEGIN {
+		if (r == "") { print "- (no figure)"; exit }
 		ok = op == ">=" ? r >= t : r <= t
 		printf "%.2f (target %s %s: %s)\n", r, op, t, ok ? "met" : "MISSED"
 	}'
@@ -409,7 +446,7 @@ printf '| kernel UDP ping-pong, busy-polling (udp_pingpong) | - | %s |\n' \
 echo
 echo "Targets, two test hosts:"
 echo "  UCX rc_v / UCX tcp, ucp_put_bw 1 MiB: $(ratio nbw.rc nbw.tcp '>=' 1.0)"
-echo "  UCX rc_v / UCX tcp, ucp_am_lat 8 B: $(ratio nlat.rc nlat.tcp '<=' 1.0)"
+echo "  UCX rc_v / UCX tcp, ucp_am_lat 8 B, median of the paired ratios: $(judge nlat.pair '<=' 1.0) (ratio of the medians $(ratio nlat.rc nlat.tcp))"
 echo "  MPI pml ucx / btl tcp, 1 MiB ping-pong: $(ratio nmpi.ucx.bw nmpi.tcp.bw '>=' 1.0)"
 echo "  (MPI pml ucx / btl tcp, 8 B latency: $(ratio nmpi.ucx.lat nmpi.tcp.lat))"
 echo "  (MPI 1 MiB median round trip, us: pml ucx $(show nmpi.ucx.rt), btl tcp $(show nmpi.tcp.rt))"
