@@ -444,10 +444,8 @@ size_t srdma_wire_ip_udp(const struct srdma_wire_path *path, size_t ib_len,
  * ping-pong sends and receives two or three lengths on two paths), so a
  * packet's ICRC is a look-up plus the CRC of its own bytes. Same result
  * as computing it each time (unit.test_wire holds it to the reference).
- * The entries live on the heap, one array per thread (a pthread key frees
- * it), not in TLS: the library's TLS is static (selfcopy.c's
- * initial-exec variables) and must fit the small surplus glibc keeps for
- * a dlopen()ed library (pyverbs loads us so).
+ * The entries live on the heap with the thread's other caches
+ * (wire_thread()), not in TLS.
  */
 #define PRE_CACHE 8
 struct icrc_pre {
@@ -455,33 +453,8 @@ struct icrc_pre {
 	size_t len;			/* 0: empty */
 	uint32_t crc;
 };
-static pthread_key_t pre_key;		/* immutable after pre_once */
-static bool pre_key_ok;			/* immutable after pre_once */
-static pthread_once_t pre_once = PTHREAD_ONCE_INIT;
-
-static void pre_key_init(void)
-{
-	pre_key_ok = !pthread_key_create(&pre_key, free);
-}
-
 /* This thread's entries; NULL (no cache) if they cannot be had. */
-static struct icrc_pre *pre_cache(void)
-{
-	struct icrc_pre *c;
-
-	pthread_once(&pre_once, pre_key_init);
-	if (!pre_key_ok)
-		return NULL;
-	c = pthread_getspecific(pre_key);
-	if (!c) {
-		c = calloc(PRE_CACHE, sizeof(*c));
-		if (c && pthread_setspecific(pre_key, c)) {
-			free(c);
-			c = NULL;
-		}
-	}
-	return c;
-}
+static struct icrc_pre *pre_cache(void);
 
 uint32_t srdma_wire_icrc(const struct srdma_wire_path *path,
 			 const struct iovec *iov, int n)
@@ -532,9 +505,8 @@ bool srdma_wire_icrc_check(const struct srdma_wire_path *path,
  * srdma_icrc_ipv4_id_delta / _explain (six of them to fill an entry,
  * ~0.5 us). Any entry holds any length, replaced in turn: with one slot
  * per length class (len / 4 modulo 4), two lengths of one flow could
- * take turns in a slot and recompute it on every packet. On the heap,
- * for the reason pre_cache() gives (these 1 KiB were most of the
- * library's static TLS).
+ * take turns in a slot and recompute it on every packet. On the heap
+ * (wire_thread(); these 1 KiB were most of the library's static TLS).
  */
 #define GSO_CACHE 8
 struct gso_deltas {
@@ -546,32 +518,57 @@ struct gso_cache {
 	unsigned int victim;		/* the next one replaced */
 };
 static _Atomic uint64_t gso_fills;	/* relaxed: srdma_wire_gso_fills */
-static pthread_key_t gso_key;		/* immutable after gso_once */
-static bool gso_key_ok;			/* immutable after gso_once */
-static pthread_once_t gso_once = PTHREAD_ONCE_INIT;
 
-static void gso_key_init(void)
+/*
+ * This thread's caches, on the heap (a pthread key frees them), not in
+ * TLS: the library's TLS is static (selfcopy.c's initial-exec variables)
+ * and must fit the small surplus glibc keeps for a dlopen()ed library
+ * (UCX and pyverbs load us so; abi.md, "Static TLS"). NULL if they
+ * cannot be had: the callers then compute without them.
+ */
+struct wire_thread {
+	struct icrc_pre pre[PRE_CACHE];
+	struct gso_cache gso;
+};
+static pthread_key_t wt_key;		/* immutable after wt_once */
+static bool wt_key_ok;			/* immutable after wt_once */
+static pthread_once_t wt_once = PTHREAD_ONCE_INIT;
+
+static void wt_key_init(void)
 {
-	gso_key_ok = !pthread_key_create(&gso_key, free);
+	wt_key_ok = !pthread_key_create(&wt_key, free);
 }
 
-/* This thread's entries; NULL if they cannot be had. */
-static struct gso_cache *gso_cache(void)
+static struct wire_thread *wire_thread(void)
 {
-	struct gso_cache *c;
+	struct wire_thread *w;
 
-	pthread_once(&gso_once, gso_key_init);
-	if (!gso_key_ok)
+	pthread_once(&wt_once, wt_key_init);
+	if (!wt_key_ok)
 		return NULL;
-	c = pthread_getspecific(gso_key);
-	if (!c) {
-		c = calloc(1, sizeof(*c));
-		if (c && pthread_setspecific(gso_key, c)) {
-			free(c);
-			c = NULL;
+	w = pthread_getspecific(wt_key);
+	if (!w) {
+		w = calloc(1, sizeof(*w));
+		if (w && pthread_setspecific(wt_key, w)) {
+			free(w);
+			w = NULL;
 		}
 	}
-	return c;
+	return w;
+}
+
+static struct icrc_pre *pre_cache(void)
+{
+	struct wire_thread *w = wire_thread();
+
+	return w ? w->pre : NULL;
+}
+
+static struct gso_cache *gso_cache(void)
+{
+	struct wire_thread *w = wire_thread();
+
+	return w ? &w->gso : NULL;
 }
 
 /* Bytes the ICRC covers after IPv4 byte 6 for a @len-byte UDP payload:
