@@ -617,12 +617,6 @@ int srdma_cqe_post(struct srdma_context *ctx, struct srdma_peer *p,
 	/* Publish the CQE, then the position (prod moves last). */
 	atomic_store_explicit(&e->seq, pos + 1, memory_order_release);
 	sh->prod = pos + 1;
-	/* The next CQE's slot, for writing: a ring goes round (UCX's
-	 * receive CQ holds thousands), so the slot a completion is written
-	 * to has left the cache since the last turn, and that miss was most
-	 * of a CQE's 140 ns in a ping-pong (30 with this; the next one
-	 * comes a round trip later). A prefetch never faults. */
-	__builtin_prefetch(ring + ((pos + 1) & (size - 1)), 1, 3);
 	srdma_shm_unlock(&sh->plock);
 
 	/* The CQE is published before the arming is read. Pairs with the
