@@ -400,7 +400,7 @@ static int rq_begin(struct srdma_target *t, struct srdma_rq_hold *h,
 	struct srdma_shm_srq *srq = NULL;
 	struct srdma_shm_rq *rq;
 	uint32_t size, wsz, max_sge, i;
-	uint64_t tail;
+	uint64_t tail, head;
 	char *ring;
 
 	h->t = t;
@@ -454,7 +454,8 @@ static int rq_begin(struct srdma_target *t, struct srdma_rq_hold *h,
 		if (m > 0)
 			return 0;	/* the tag's buffer, not the ring's */
 	}
-	if (tail >= atomic_load_explicit(&rq->head, memory_order_acquire)) {
+	head = atomic_load_explicit(&rq->head, memory_order_acquire);
+	if (tail >= head) {
 		srdma_shm_unlock(&rq->rlock);
 		return -EAGAIN;
 	}
@@ -471,8 +472,7 @@ static int rq_begin(struct srdma_target *t, struct srdma_rq_hold *h,
 	 */
 	if (t->p->self) {
 		__builtin_prefetch(ring + ((tail + 2) & (size - 1)) * wsz, 0, 3);
-		if (max_sge && tail + 1 < atomic_load_explicit(
-						  &rq->head, memory_order_relaxed)) {
+		if (max_sge && tail + 1 < head) {
 			const struct srdma_shm_rwqe *nx =
 				(const struct srdma_shm_rwqe *)(ring +
 				((tail + 1) & (size - 1)) * wsz);
